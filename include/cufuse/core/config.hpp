@@ -1,0 +1,25 @@
+/// \file Annotation macros and the library version. Every cufuse header includes this first.
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "cufuse: these headers contain device code; compile this file with nvcc (as a .cu file)"
+#endif
+
+#include <cstdint>
+
+#define CUFUSE_VERSION_MAJOR 0
+#define CUFUSE_VERSION_MINOR 1
+#define CUFUSE_VERSION_PATCH 0
+#define CUFUSE_VERSION_STRING "0.1.0"
+
+/// Callable on the host and on the device.
+#define CUFUSE_HOST_DEVICE __host__ __device__
+/// Callable on the device only.
+#define CUFUSE_DEVICE __device__
+/// Inlined on both sides; used on the per-element evaluation path.
+#define CUFUSE_INLINE __host__ __device__ __forceinline__
+
+namespace cufuse {
+/// Signed type of extents, sizes and linear indices on the host (64-bit: tensors may exceed 2^31).
+using index_t = std::int64_t;
+} // namespace cufuse

@@ -1,0 +1,18 @@
+/// \file The whole fusion library: tensors, expressions, evaluation.
+///
+///   cufuse::tensor<float, 1> A(n), B(n), C(n);
+///   A = B * 2.0f + cufuse::sin(C);   // one kernel on the current stream
+#pragma once
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/extents.hpp"
+#include "core/types.cuh"
+#include "eval/assign.cuh"
+#include "expr/functions.cuh"
+#include "expr/node.cuh"
+#include "expr/operators.cuh"
+#include "memory/device.hpp"
+#include "memory/stream.hpp"
+#include "memory/tensor.cuh"
+#include "memory/tensor_view.cuh"
