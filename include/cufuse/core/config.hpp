@@ -19,6 +19,13 @@
 /// Inlined on both sides; used on the per-element evaluation path.
 #define CUFUSE_INLINE __host__ __device__ __forceinline__
 
+/// `#pragma unroll` for the device pass only (the host compiler would warn about it).
+#if defined(__CUDA_ARCH__)
+#define CUFUSE_UNROLL _Pragma("unroll")
+#else
+#define CUFUSE_UNROLL
+#endif
+
 namespace cufuse {
 /// Signed type of extents, sizes and linear indices on the host (64-bit: tensors may exceed 2^31).
 using index_t = std::int64_t;

@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(eval_block_size) evaluate_kernel(Dst dst, Expr
     for (I vi = tid; vi < nvec; vi += stride) {
       const auto lanes = expr.template fetch<V>(vi);
       lane_regs<T, V> out;
-#pragma unroll
+CUFUSE_UNROLL
       for (int k = 0; k < V; ++k) {
         out.v[k] = convert<T>(lanes.at(k));
       }

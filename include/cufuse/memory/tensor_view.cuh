@@ -63,7 +63,7 @@ struct leaf {
     constexpr int chunks = int(V * sizeof(value_type) / 16);
     const uint4* src = reinterpret_cast<const uint4*>(ptr) + static_cast<I>(vi) * chunks;
     uint4* dst = reinterpret_cast<uint4*>(r.v);
-#pragma unroll
+CUFUSE_UNROLL
     for (int c = 0; c < chunks; ++c) {
       dst[c] = src[c];
     }
@@ -76,7 +76,7 @@ struct leaf {
     constexpr int chunks = int(V * sizeof(value_type) / 16);
     uint4* dst = reinterpret_cast<uint4*>(ptr) + static_cast<I>(vi) * chunks;
     const uint4* src = reinterpret_cast<const uint4*>(r.v);
-#pragma unroll
+CUFUSE_UNROLL
     for (int c = 0; c < chunks; ++c) {
       dst[c] = src[c];
     }

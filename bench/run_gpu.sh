@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
+#   bash bench/run_gpu.sh [test|bench|all]      (from the repository root)
+# Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
+# (../shared/tools/stage-device-deps.sh), else from the system.
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+what=${1:-all}
+jobs=$(nproc)
+prefix=()
+[ -d .deps/catch2/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/catch2/usr")
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader |
+  tee "$OUT/device.txt"
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUFUSE_BUILD_BENCH=ON "${prefix[@]}" \
+  >"$OUT/configure.log" 2>&1 || { tail -20 "$OUT/configure.log"; exit 1; }
+
+step() { echo "== $1 ($(date +%T))"; }
+status=0
+
+if [ "$what" = test ] || [ "$what" = all ]; then
+  step build
+  cmake --build build-gpu -j"$jobs" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  step ctest
+  ctest --test-dir build-gpu --output-on-failure -j4 2>&1 | tee "$OUT/ctest.log" | tail -40
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  step "compute-sanitizer memcheck (all GPU cases but the 2^31-element one)"
+  timeout 420 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+    build-gpu/test/cufuse_gpu_tests "~[large]" >"$OUT/memcheck.log" 2>&1
+  rc=$?
+  echo "memcheck exit $rc"; tail -4 "$OUT/memcheck.log"
+  [ $rc = 0 ] || status=1
+  step "compute-sanitizer racecheck (device-only cases)"
+  timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    build-gpu/test/cufuse_gpu_tests "[gpu]~[large]" >"$OUT/racecheck.log" 2>&1
+  rc=$?
+  echo "racecheck exit $rc"; tail -3 "$OUT/racecheck.log"
+  [ $rc = 0 ] || status=1
+fi
+
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  step "build bench + samples"
+  cmake --build build-gpu -j"$jobs" --target cufuse_bench_elementwise quickstart user_kernel \
+    gelu_dropout_scale >"$OUT/build-bench.log" 2>&1 || { tail -30 "$OUT/build-bench.log"; exit 1; }
+  step samples
+  for s in quickstart user_kernel gelu_dropout_scale; do
+    build-gpu/samples/$s || status=1
+  done 2>&1 | tee "$OUT/samples.log"
+  step "elementwise benchmark (C++)"
+  build-gpu/bench/cufuse_bench_elementwise --out "$OUT/cufuse.json" 2>&1 | tee "$OUT/bench.log"
+  step "PyTorch eager + torch.compile"
+  PYTHONUNBUFFERED=1 timeout 300 python3 bench/torch_bench.py --out "$OUT/torch.json" \
+    >"$OUT/torch.log" 2>&1 || { echo "torch bench failed:"; tail -5 "$OUT/torch.log"; }
+  step report
+  python3 bench/report.py "$OUT/cufuse.json" "$OUT/torch.json" "$OUT/elementwise"
+fi
+exit $status

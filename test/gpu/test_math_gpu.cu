@@ -1,5 +1,0 @@
-// Device tensors: the math cases evaluated by the fused kernel on the GPU.
-#include "../support/harness.cuh"
-
-using space = cufuse::device_space;
-#include "../cases/math.inl"

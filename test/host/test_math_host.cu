@@ -1,5 +1,0 @@
-// Host tensors: the math cases evaluated on the CPU (this runs in CI).
-#include "../support/harness.cuh"
-
-using space = cufuse::host_space;
-#include "../cases/math.inl"
