@@ -25,9 +25,11 @@ if [ "$what" = test ] || [ "$what" = all ]; then
   step ctest
   ctest --test-dir build-gpu --output-on-failure -j4 2>&1 | tee "$OUT/ctest.log" | tail -40
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
-  step "compute-sanitizer memcheck (all GPU cases but the 2^31-element one)"
+  # [large] (2^31 elements) is too slow under the sanitizer; [oom] fails an allocation on purpose,
+  # which memcheck reports as an API error.
+  step "compute-sanitizer memcheck (all GPU cases but [large] and [oom])"
   timeout 420 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
-    build-gpu/test/cufuse_gpu_tests "~[large]" >"$OUT/memcheck.log" 2>&1
+    build-gpu/test/cufuse_gpu_tests "~[large]~[oom]" >"$OUT/memcheck.log" 2>&1
   rc=$?
   echo "memcheck exit $rc"; tail -4 "$OUT/memcheck.log"
   [ $rc = 0 ] || status=1

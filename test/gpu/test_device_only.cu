@@ -237,7 +237,7 @@ TEST_CASE("threads with their own streams assign concurrently", "[gpu][stream]")
   }
 }
 
-TEST_CASE("out-of-memory names the bytes requested", "[gpu][errors]") {
+TEST_CASE("out-of-memory names the bytes requested", "[gpu][errors][oom]") {
   try {
     cufuse::tensor<double, 2> huge({cufuse::index_t(1) << 22, cufuse::index_t(1) << 22});
     FAIL("no exception");
