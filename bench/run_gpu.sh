@@ -54,6 +54,14 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   step "PyTorch eager + torch.compile"
   PYTHONUNBUFFERED=1 timeout 300 python3 bench/torch_bench.py --out "$OUT/torch.json" \
     >"$OUT/torch.log" 2>&1 || { echo "torch bench failed:"; tail -5 "$OUT/torch.log"; }
+  if [ -n "${WAVES_SWEEP:-}" ]; then
+    for w in $WAVES_SWEEP; do
+      step "waves sweep: CUFUSE_EVAL_WAVES=$w"
+      CUFUSE_EVAL_WAVES=$w build-gpu/bench/cufuse_bench_elementwise --min-log2 24 \
+        --out "$OUT/waves_$w.json" | grep -E "^check" | head -1
+    done
+    python3 bench/waves_table.py "$OUT"/waves_*.json | tee "$OUT/waves.md"
+  fi
   step report
   python3 bench/report.py "$OUT/cufuse.json" "$OUT/torch.json" "$OUT/elementwise"
 fi

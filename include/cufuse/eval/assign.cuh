@@ -53,7 +53,7 @@ void evaluate_device(const Dst& dst, const Expr& expr, index_t n, cudaStream_t s
   constexpr int vec = 16 / min_size;
   if constexpr (Expr::all_contiguous && vec > 1) {
     if (dst.aligned16() && expr.aligned16()) {
-      if (n <= max_n_for_int32) {
+      if (n < max_n_for_int32) {
         launch_evaluate<vec, std::int32_t>(dst, expr, n, stream);
       } else {
         launch_evaluate<vec, std::int64_t>(dst, expr, n, stream);

@@ -8,18 +8,28 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
 namespace cufuse::detail {
 
 inline constexpr int max_cached_devices = 64;
-/// Grid cap: enough resident waves to hide the tail, few enough that int32 strides stay small.
-inline constexpr int waves_per_launch = 16;
-inline constexpr std::int64_t max_grid_blocks = 1 << 16;
-/// The largest n that the int32 path takes: the grid stride (<= 2^16 * 256) must not overflow.
-inline constexpr std::int64_t max_n_for_int32 =
-    std::numeric_limits<std::int32_t>::max() - max_grid_blocks * eval_block_size;
+inline constexpr int default_eval_waves = 16;
+/// The int32 path is taken for n < 2^30: every index, and index + grid stride (at most
+/// n + 255 when the grid covers all the work), then stays below 2^31.
+inline constexpr std::int64_t max_n_for_int32 = std::int64_t(1) << 30;
+inline constexpr std::int64_t max_grid_blocks = std::numeric_limits<std::int32_t>::max();
+
+/// Grid cap in resident waves (blocks per SM at full occupancy x SMs x waves); 0 = no cap, one
+/// step per thread. Read once from CUFUSE_EVAL_WAVES, default below.
+inline int eval_waves() {
+  static const int waves = [] {
+    const char* s = std::getenv("CUFUSE_EVAL_WAVES");
+    return s != nullptr ? std::atoi(s) : default_eval_waves;
+  }();
+  return waves;
+}
 
 /// Blocks per grid cap for `kernel` on the current device; computed on first use per device.
 template <auto Kernel>
@@ -37,7 +47,9 @@ int cached_max_grid() {
   CUFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   CUFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel,
                                                                   eval_block_size, 0));
-  std::int64_t grid = std::int64_t(sms) * (per_sm > 0 ? per_sm : 1) * waves_per_launch;
+  const int waves = eval_waves();
+  std::int64_t grid = waves > 0 ? std::int64_t(sms) * (per_sm > 0 ? per_sm : 1) * waves
+                                : max_grid_blocks;
   grid = grid < max_grid_blocks ? grid : max_grid_blocks;
   if (dev >= 0 && dev < max_cached_devices) {
     cache[dev].store(int(grid), std::memory_order_relaxed);
