@@ -41,6 +41,17 @@ if [ "$what" = test ] || [ "$what" = all ]; then
   [ $rc = 0 ] || status=1
 fi
 
+if [ "$what" = sweep ]; then
+  cmake --build build-gpu -j"$jobs" --target cufuse_bench_elementwise >"$OUT/build-bench.log" 2>&1 ||
+    { tail -30 "$OUT/build-bench.log"; exit 1; }
+  for w in ${WAVES_SWEEP:-0 16}; do
+    step "waves sweep: CUFUSE_EVAL_WAVES=$w"
+    CUFUSE_EVAL_WAVES=$w build-gpu/bench/cufuse_bench_elementwise --min-log2 26 \
+      --out "$OUT/waves_$w.json" | grep -E "^check" | head -1
+  done
+  python3 bench/waves_table.py "$OUT"/waves_*.json | tee "$OUT/waves.md"
+fi
+
 if [ "$what" = bench ] || [ "$what" = all ]; then
   step "build bench + samples"
   cmake --build build-gpu -j"$jobs" --target cufuse_bench_elementwise quickstart user_kernel \

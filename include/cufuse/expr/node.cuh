@@ -24,6 +24,7 @@ struct scalar_node {
   static constexpr bool is_cufuse_node = true;
   static constexpr bool all_contiguous = true;
   static constexpr int min_element_size = 16; // places no constraint on the vector width
+  static constexpr int leaf_count = 0;
 
   S value;
 
@@ -104,6 +105,8 @@ struct map_node {
   using compute_type = opmath_t<value_type>;
   static constexpr bool is_cufuse_node = true;
   static constexpr bool all_contiguous = (Args::all_contiguous && ...);
+  /// Memory reads per element (a tensor used twice counts twice).
+  static constexpr int leaf_count = (Args::leaf_count + ...);
   static constexpr int min_element_size = [] {
     int m = 16;
     ((m = Args::min_element_size < m ? Args::min_element_size : m), ...);

@@ -39,6 +39,7 @@ struct leaf {
   static constexpr bool is_cufuse_node = true;
   static constexpr bool all_contiguous = true;
   static constexpr int min_element_size = int(sizeof(value_type));
+  static constexpr int leaf_count = 1;
 
   T* ptr;
   extents<Rank> shp;
