@@ -92,8 +92,8 @@ __global__ void __launch_bounds__(256)
     vec16<T> o;
 #pragma unroll
     for (int k = 0; k < V; ++k) {
-      o.v[k] = from_f<T>(op(to_f(vb.v[k]), to_f(vc.v[k]), to_f(vd.v[k]), to_f(ve.v[k]),
-                            to_f(vf.v[k])));
+      o.v[k] =
+          from_f<T>(op(to_f(vb.v[k]), to_f(vc.v[k]), to_f(vd.v[k]), to_f(ve.v[k]), to_f(vf.v[k])));
     }
     reinterpret_cast<vec16<T>*>(a)[t] = o;
   }
@@ -104,9 +104,8 @@ __global__ void __launch_bounds__(256)
 }
 
 template <class T, class Op>
-__global__ void __launch_bounds__(256)
-    hand_binary(T* __restrict__ out, const T* __restrict__ x, const T* __restrict__ y, index_t n,
-                Op op) {
+__global__ void __launch_bounds__(256) hand_binary(T* __restrict__ out, const T* __restrict__ x,
+                                                   const T* __restrict__ y, index_t n, Op op) {
   constexpr int V = vec16<T>::n;
   const index_t t = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const index_t nvec = n / V;
@@ -248,66 +247,93 @@ void run_dtype(const char* dtype, int min_log2, int max_log2, std::vector<row>& 
       rows.push_back({expr, dtype, impl, n, ms, bytes / (ms * 1e-3) / 1e9});
     };
     // ---- quickstart: A = B + C * D + sin(E) * F + 10 (5 inputs + 1 output) ----
-    add("quickstart", "cufuse", 6, tm.median_ms([&] { A = B + C * D + cufuse::sin(E) * F + 10.0f; }, reps));
-    add("quickstart", "hand", 6, tm.median_ms([&] {
-          hand_quickstart<T><<<blocks_for(n, V), 256>>>(R.data(), B.data(), C.data(), D.data(),
-                                                        E.data(), F.data(), n);
-        }, reps));
-    add("quickstart", "chain", 6, tm.median_ms([&] {
-          t1 = C * D;
-          t1 = B + t1;
-          t2 = cufuse::sin(E);
-          t2 = t2 * F;
-          t1 = t1 + t2;
-          t2 = t1 + 10.0f;
-        }, reps));
-    add("quickstart", "cub", 6, tm.median_ms([&] {
-          BENCH_CHECK(cub::DeviceTransform::Transform(
-              cuda::std::make_tuple(B.data(), C.data(), D.data(), E.data(), F.data()), t1.data(),
-              n, cub_quickstart<T>{}));
-        }, reps));
+    add("quickstart", "cufuse", 6,
+        tm.median_ms([&] { A = B + C * D + cufuse::sin(E) * F + 10.0f; }, reps));
+    add("quickstart", "hand", 6,
+        tm.median_ms(
+            [&] {
+              hand_quickstart<T><<<blocks_for(n, V), 256>>>(R.data(), B.data(), C.data(), D.data(),
+                                                            E.data(), F.data(), n);
+            },
+            reps));
+    add("quickstart", "chain", 6,
+        tm.median_ms(
+            [&] {
+              t1 = C * D;
+              t1 = B + t1;
+              t2 = cufuse::sin(E);
+              t2 = t2 * F;
+              t1 = t1 + t2;
+              t2 = t1 + 10.0f;
+            },
+            reps));
+    add("quickstart", "cub", 6,
+        tm.median_ms(
+            [&] {
+              BENCH_CHECK(cub::DeviceTransform::Transform(
+                  cuda::std::make_tuple(B.data(), C.data(), D.data(), E.data(), F.data()),
+                  t1.data(), n, cub_quickstart<T>{}));
+            },
+            reps));
     if (lg == max_log2) {
-      notes.push_back(std::string("quickstart ") + dtype + " max |cufuse - hand| = " +
-                      std::to_string(max_abs_diff(A, R)) + ", |cufuse - chain| = " +
-                      std::to_string(max_abs_diff(A, t2)) + ", |cufuse - cub| = " +
-                      std::to_string(max_abs_diff(A, t1)));
+      notes.push_back(std::string("quickstart ") + dtype +
+                      " max |cufuse - hand| = " + std::to_string(max_abs_diff(A, R)) +
+                      ", |cufuse - chain| = " + std::to_string(max_abs_diff(A, t2)) +
+                      ", |cufuse - cub| = " + std::to_string(max_abs_diff(A, t1)));
     }
     // ---- axpy: Y = alpha * X + Y (2 inputs + 1 output; Y read and written) ----
     add("axpy", "cufuse", 3, tm.median_ms([&] { C = kAlpha * B + C; }, reps));
-    add("axpy", "hand", 3, tm.median_ms([&] {
-          hand_binary<T><<<blocks_for(n, V), 256>>>(C.data(), B.data(), C.data(), n, axpy_op{});
-        }, reps));
-    add("axpy", "chain", 3, tm.median_ms([&] {
-          t1 = kAlpha * B;
-          C = t1 + C;
-        }, reps));
-    add("axpy", "cub", 3, tm.median_ms([&] {
-          BENCH_CHECK(cub::DeviceTransform::Transform(cuda::std::make_tuple(B.data(), C.data()),
-                                                      C.data(), n, cub_binary<T, axpy_op>{}));
-        }, reps));
+    add("axpy", "hand", 3,
+        tm.median_ms(
+            [&] {
+              hand_binary<T><<<blocks_for(n, V), 256>>>(C.data(), B.data(), C.data(), n, axpy_op{});
+            },
+            reps));
+    add("axpy", "chain", 3,
+        tm.median_ms(
+            [&] {
+              t1 = kAlpha * B;
+              C = t1 + C;
+            },
+            reps));
+    add("axpy", "cub", 3,
+        tm.median_ms(
+            [&] {
+              BENCH_CHECK(cub::DeviceTransform::Transform(cuda::std::make_tuple(B.data(), C.data()),
+                                                          C.data(), n, cub_binary<T, axpy_op>{}));
+            },
+            reps));
     // ---- gelu -> dropout mask -> scale: O = gelu(X) * (U > p) * 1/(1-p) ----
     fill_random(E, rng, 0.0f, 1.0f); // U
-    add("gelu_dropout", "cufuse", 3, tm.median_ms([&] {
-          A = cufuse::gelu(D) * (E > kDropP) * kDropScale;
-        }, reps));
-    add("gelu_dropout", "hand", 3, tm.median_ms([&] {
-          hand_binary<T><<<blocks_for(n, V), 256>>>(R.data(), D.data(), E.data(), n,
-                                                    gelu_dropout_op{});
-        }, reps));
-    add("gelu_dropout", "chain", 3, tm.median_ms([&] {
-          t1 = cufuse::gelu(D);
-          t2 = E > kDropP;
-          t1 = t1 * t2;
-          t2 = t1 * kDropScale;
-        }, reps));
-    add("gelu_dropout", "cub", 3, tm.median_ms([&] {
-          BENCH_CHECK(cub::DeviceTransform::Transform(cuda::std::make_tuple(D.data(), E.data()),
-                                                      t1.data(), n,
-                                                      cub_binary<T, gelu_dropout_op>{}));
-        }, reps));
+    add("gelu_dropout", "cufuse", 3,
+        tm.median_ms([&] { A = cufuse::gelu(D) * (E > kDropP) * kDropScale; }, reps));
+    add("gelu_dropout", "hand", 3,
+        tm.median_ms(
+            [&] {
+              hand_binary<T>
+                  <<<blocks_for(n, V), 256>>>(R.data(), D.data(), E.data(), n, gelu_dropout_op{});
+            },
+            reps));
+    add("gelu_dropout", "chain", 3,
+        tm.median_ms(
+            [&] {
+              t1 = cufuse::gelu(D);
+              t2 = E > kDropP;
+              t1 = t1 * t2;
+              t2 = t1 * kDropScale;
+            },
+            reps));
+    add("gelu_dropout", "cub", 3,
+        tm.median_ms(
+            [&] {
+              BENCH_CHECK(cub::DeviceTransform::Transform(cuda::std::make_tuple(D.data(), E.data()),
+                                                          t1.data(), n,
+                                                          cub_binary<T, gelu_dropout_op>{}));
+            },
+            reps));
     if (lg == max_log2) {
-      notes.push_back(std::string("gelu_dropout ") + dtype + " max |cufuse - hand| = " +
-                      std::to_string(max_abs_diff(A, R)));
+      notes.push_back(std::string("gelu_dropout ") + dtype +
+                      " max |cufuse - hand| = " + std::to_string(max_abs_diff(A, R)));
     }
     BENCH_CHECK(cudaGetLastError());
   }
@@ -370,8 +396,8 @@ int main(int argc, char** argv) {
     empty = measure_host_cost([] { empty_kernel<<<1, 256>>>(); });
     fused = measure_host_cost([&] { A = B + C * D + cufuse::sin(E) * F + 10.0f; });
     hand = measure_host_cost([&] {
-      hand_quickstart<float><<<1, 256>>>(A.data(), B.data(), C.data(), D.data(), E.data(),
-                                         F.data(), n);
+      hand_quickstart<float>
+          <<<1, 256>>>(A.data(), B.data(), C.data(), D.data(), E.data(), F.data(), n);
     });
     BENCH_CHECK(cudaGetLastError());
   }
@@ -392,8 +418,8 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     js << "    {\"expr\": \"" << r.expr << "\", \"dtype\": \"" << r.dtype << "\", \"impl\": \""
-       << r.impl << "\", \"n\": " << r.n << ", \"ms\": " << r.ms << ", \"gbps\": " << r.gbps
-       << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+       << r.impl << "\", \"n\": " << r.n << ", \"ms\": " << r.ms << ", \"gbps\": " << r.gbps << "}"
+       << (i + 1 < rows.size() ? "," : "") << "\n";
   }
   js << "  ]\n}\n";
   std::printf("wrote %s (%zu rows)\n", out.c_str(), rows.size());

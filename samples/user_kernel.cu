@@ -27,7 +27,8 @@ __global__ void block_sums(Expr e, cufuse::index_t n, float* partial) {
 
 int main() {
   if (!cufuse::device_available()) {
-    std::printf("no CUDA device found: this sample runs a user __global__ kernel and needs a GPU\n");
+    std::printf(
+        "no CUDA device found: this sample runs a user __global__ kernel and needs a GPU\n");
     return 0;
   }
   const cufuse::index_t n = 1 << 20;

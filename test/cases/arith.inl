@@ -59,15 +59,15 @@ TEST_CASE("division: IEEE for floating types, truncating and total for integers"
         "a/b", [](auto a, auto b) { return a / b; }, [](double a, double b) { return a / b; },
         {{-10, 10}, {0.5, 10}});
     check_elementwise<space, T, T>(
-        "a/-b", [](auto a, auto b) { return a / -b; },
-        [](double a, double b) { return a / -b; }, {{-10, 10}, {0.5, 10}});
+        "a/-b", [](auto a, auto b) { return a / -b; }, [](double a, double b) { return a / -b; },
+        {{-10, 10}, {0.5, 10}});
   });
   for_types<i32, i64>([]<class T>() {
-    check_elementwise<space, T, T>(
-        "a/b", [](auto a, auto b) { return a / b; }, int_div_ref<T>, {{-1000, 1000}, {-7, 7}});
+    check_elementwise<space, T, T>("a/b", [](auto a, auto b) { return a / b; }, int_div_ref<T>,
+                                   {{-1000, 1000}, {-7, 7}});
   });
-  check_elementwise<space, u8, u8>(
-      "a/b", [](auto a, auto b) { return a / b; }, int_div_ref<u8>, {{0, 255}, {0, 9}});
+  check_elementwise<space, u8, u8>("a/b", [](auto a, auto b) { return a / b; }, int_div_ref<u8>,
+                                   {{0, 255}, {0, 9}});
 }
 
 TEST_CASE("integer % truncates like C++ and gives 0 for a zero divisor", "[arith]") {
@@ -98,8 +98,6 @@ TEST_CASE("unary minus and abs on every numeric dtype", "[arith]") {
     check_elementwise<space, T>(
         "-a", [](auto a) { return -a; }, [](double a) { return -a; }, {d});
     check_elementwise<space, T>(
-        "abs", [](auto a) { return cufuse::abs(a); }, [](double a) { return std::fabs(a); },
-        {d});
+        "abs", [](auto a) { return cufuse::abs(a); }, [](double a) { return std::fabs(a); }, {d});
   });
 }
-

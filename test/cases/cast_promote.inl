@@ -42,9 +42,8 @@ TEST_CASE("cast<U> between every pair of dtypes", "[cast]") {
       []<class From>() {
         for_types<float, double, __half, __nv_bfloat16, std::int32_t, std::int64_t, std::uint8_t,
                   bool>([]<class To>() {
-          check_elementwise<space, From>(
-              "cast", [](auto a) { return cufuse::cast<To>(a); }, cast_ref<From, To>,
-              {cast_domain<From>()});
+          check_elementwise<space, From>("cast", [](auto a) { return cufuse::cast<To>(a); },
+                                         cast_ref<From, To>, {cast_domain<From>()});
         });
       });
 }
@@ -56,7 +55,7 @@ TEST_CASE("cast of NaN and infinities to integers is defined", "[cast]") {
   cufuse::tensor<std::int32_t, 1, space> r(3);
   r = cufuse::cast<std::int32_t>(a);
   CHECK(r.download() == std::vector<std::int32_t>{0, std::numeric_limits<std::int32_t>::max(),
-                                                   std::numeric_limits<std::int32_t>::min()});
+                                                  std::numeric_limits<std::int32_t>::min()});
   cufuse::tensor<std::uint8_t, 1, space> u(3);
   u = a; // storing into an integer tensor converts the same way
   CHECK(u.download() == std::vector<std::uint8_t>{0, 255, 0});

@@ -11,8 +11,8 @@ using bf16 = __nv_bfloat16;
 TEST_CASE("comparisons give bool on every dtype", "[compare]") {
   cft::integer_valued_guard whole; // equal values must occur
   for_types<float, double, __half, bf16, i32, i64, u8, bool>([]<class T>() {
-    const std::pair<double, double> d = std::is_same_v<T, u8> ? std::pair{0.0, 4.0}
-                                                              : std::pair{-3.0, 3.0};
+    const std::pair<double, double> d =
+        std::is_same_v<T, u8> ? std::pair{0.0, 4.0} : std::pair{-3.0, 3.0};
     check_elementwise<space, T, T>(
         "a==b", [](auto a, auto b) { return a == b; }, [](double a, double b) { return a == b; },
         {d, d});
@@ -37,8 +37,8 @@ TEST_CASE("comparisons give bool on every dtype", "[compare]") {
 TEST_CASE("logical && || ! on every dtype", "[compare]") {
   cft::integer_valued_guard whole; // zeros must occur
   for_types<float, double, __half, bf16, i32, i64, u8, bool>([]<class T>() {
-    const std::pair<double, double> d = std::is_same_v<T, u8> ? std::pair{0.0, 2.0}
-                                                              : std::pair{-1.0, 1.0};
+    const std::pair<double, double> d =
+        std::is_same_v<T, u8> ? std::pair{0.0, 2.0} : std::pair{-1.0, 1.0};
     check_elementwise<space, T, T>(
         "a&&b", [](auto a, auto b) { return a && b; },
         [](double a, double b) { return a != 0 && b != 0; }, {d, d});
@@ -66,8 +66,7 @@ TEST_CASE("bitwise & | ^ ~ on integers and bool", "[bitwise]") {
         [](double a, double b) { return double(i64(a) ^ i64(b)); }, {d, d});
     check_elementwise<space, T>(
         "~a", [](auto a) { return ~a; },
-        [](double a) { return std::is_same_v<T, bool> ? double(a == 0) : double(~i64(a)); },
-        {d});
+        [](double a) { return std::is_same_v<T, bool> ? double(a == 0) : double(~i64(a)); }, {d});
   });
 }
 
@@ -76,8 +75,8 @@ TEST_CASE("shifts on integers, out-of-range amounts defined", "[bitwise]") {
     constexpr int bits = int(sizeof(T) * 8);
     const std::pair<double, double> d =
         std::is_same_v<T, u8> ? std::pair{0.0, 255.0} : std::pair{-1e6, 1e6};
-    const std::pair<double, double> s = std::is_same_v<T, u8> ? std::pair{0.0, bits + 2.0}
-                                                              : std::pair{-2.0, bits + 2.0};
+    const std::pair<double, double> s =
+        std::is_same_v<T, u8> ? std::pair{0.0, bits + 2.0} : std::pair{-2.0, bits + 2.0};
     check_elementwise<space, T, T>(
         "a<<b", [](auto a, auto b) { return a << b; },
         [](double a, double b) {

@@ -21,8 +21,7 @@ TEST_CASE("rounding functions; round is half-to-even", "[math]") {
         "floor", [](auto a) { return cufuse::floor(a); }, [](double x) { return std::floor(x); },
         {d});
     check_elementwise<space, T>(
-        "ceil", [](auto a) { return cufuse::ceil(a); }, [](double x) { return std::ceil(x); },
-        {d});
+        "ceil", [](auto a) { return cufuse::ceil(a); }, [](double x) { return std::ceil(x); }, {d});
     check_elementwise<space, T>(
         "trunc", [](auto a) { return cufuse::trunc(a); }, [](double x) { return std::trunc(x); },
         {d});

@@ -134,11 +134,12 @@ TEST_CASE("map with __device__ lambdas", "[gpu][map]") {
     REQUIRE(std::fabs(got[i] - (double(xs[i]) * xs[i] + 1.0)) <= 2.4e-7 * (1 + xs[i] * xs[i]));
   }
   const float scale = 3.0f;
-  r = cufuse::map<float>([scale] __device__(float v, double s) { return v * scale + float(s); },
-                         x, 0.5);
+  r = cufuse::map<float>([scale] __device__(float v, double s) { return v * scale + float(s); }, x,
+                         0.5);
   got = r.download();
   for (cufuse::index_t i = 0; i < n; ++i) {
-    REQUIRE(std::fabs(got[i] - (double(xs[i]) * scale + 0.5)) <= 2.4e-7 * (1 + std::fabs(xs[i] * scale)));
+    REQUIRE(std::fabs(got[i] - (double(xs[i]) * scale + 0.5)) <=
+            2.4e-7 * (1 + std::fabs(xs[i] * scale)));
   }
 }
 
@@ -164,7 +165,8 @@ TEST_CASE("more than 2^31 elements: the 64-bit index path", "[gpu][large]") {
   // offset views: scalar path with 64-bit indices
   CHECK_CUDA(cudaMemset(C.data(), 0xAB, n));
   auto cv = cufuse::view(C.data() + 1, {n - 1});
-  cv = cufuse::view(A.data() + 1, {n - 1}) ^ cufuse::view(static_cast<const std::uint8_t*>(B.data()) + 1, {n - 1});
+  cv = cufuse::view(A.data() + 1, {n - 1}) ^
+       cufuse::view(static_cast<const std::uint8_t*>(B.data()) + 1, {n - 1});
   c = C.download();
   bad = c[0] != 0xAB;
   for (cufuse::index_t i = 1; i < n; ++i) {

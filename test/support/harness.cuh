@@ -9,14 +9,14 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <memory>
-#include <tuple>
-#include <utility>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace cft {
@@ -143,8 +143,8 @@ random_values<T> make_random(index_t n, double lo, double hi, std::uint64_t seed
     if constexpr (std::is_same_v<T, bool>) {
       v = std::uniform_int_distribution<int>(0, 1)(rng) != 0;
     } else if (cufuse::detail::is_integer_v<T> || integer_valued_floats()) {
-      v = cufuse::detail::convert<T>(std::uniform_int_distribution<std::int64_t>(std::int64_t(lo),
-                                                                     std::int64_t(hi))(rng));
+      v = cufuse::detail::convert<T>(
+          std::uniform_int_distribution<std::int64_t>(std::int64_t(lo), std::int64_t(hi))(rng));
     } else {
       v = cufuse::detail::convert<T>(std::uniform_real_distribution<double>(lo, hi)(rng));
     }
@@ -224,8 +224,9 @@ void check_elementwise(const std::string& what, Build build, Ref ref,
       auto bufs = std::apply(
           [&](auto&... in) {
             return std::make_tuple(
-                std::make_unique<buffer<typename std::remove_cvref_t<decltype(in.stored)>::value_type,
-                                        Space>>(n, off)...);
+                std::make_unique<
+                    buffer<typename std::remove_cvref_t<decltype(in.stored)>::value_type, Space>>(
+                    n, off)...);
           },
           inputs);
       std::apply(

@@ -145,9 +145,9 @@ inline constexpr bool is_weak_v<weak<T>> = true;
 
 /// Normalised weak form of a C++ scalar type: weak<double>, weak<int64_t> or weak<bool>.
 template <class S>
-using weak_of = weak<std::conditional_t<
-    std::same_as<S, bool>, bool,
-    std::conditional_t<std::is_floating_point_v<S>, double, std::int64_t>>>;
+using weak_of =
+    weak<std::conditional_t<std::same_as<S, bool>, bool,
+                            std::conditional_t<std::is_floating_point_v<S>, double, std::int64_t>>>;
 
 template <class A, class B>
 struct promote_strong2;
@@ -164,12 +164,11 @@ struct promote_strong2<A, B> {
   static constexpr int ca = category_v<A>, cb = category_v<B>;
   using type = std::conditional_t<
       (ca > cb), A,
-      std::conditional_t<
-          (cb > ca), B,
-          std::conditional_t<
-              // same category, different types
-              (is_reduced_float_v<A> && is_reduced_float_v<B>), float,
-              std::conditional_t<(sizeof(A) >= sizeof(B)), A, B>>>>;
+      std::conditional_t<(cb > ca), B,
+                         std::conditional_t<
+                             // same category, different types
+                             (is_reduced_float_v<A>&& is_reduced_float_v<B>), float,
+                             std::conditional_t<(sizeof(A) >= sizeof(B)), A, B>>>>;
 };
 
 /// Strong types only (no weak scalar); void means "none yet".
@@ -194,12 +193,13 @@ template <class T>
 inline constexpr int weak_category_v<weak<T>> = category_v<T>;
 
 template <int C>
-using default_of_category = std::conditional_t<C == 2, float, std::conditional_t<C == 1, std::int64_t, bool>>;
+using default_of_category =
+    std::conditional_t<C == 2, float, std::conditional_t<C == 1, std::int64_t, bool>>;
 
 template <class Strong, int WeakCat>
 struct apply_weak {
-  using type = std::conditional_t<(WeakCat > category_v<Strong>), default_of_category<WeakCat>,
-                                  Strong>;
+  using type =
+      std::conditional_t<(WeakCat > category_v<Strong>), default_of_category<WeakCat>, Strong>;
 };
 template <int WeakCat>
 struct apply_weak<void, WeakCat> {

@@ -22,7 +22,8 @@ inline constexpr int eval_min_blocks = Expr::leaf_count <= 2 ? 8 : 1;
 /// per step (every pointer 16-byte aligned), a scalar tail; V == 1: one element per step.
 /// `I` is int32_t when every index fits (cheaper address arithmetic), else int64_t.
 template <int V, class I, class Dst, class Expr>
-__global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>) evaluate_kernel(Dst dst, Expr expr, I n) {
+__global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>)
+    evaluate_kernel(Dst dst, Expr expr, I n) {
   using T = typename Dst::value_type;
   const I stride = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);
   const I tid = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + threadIdx.x;
@@ -35,7 +36,7 @@ __global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>) evalua
     for (I vi = tid; vi < nvec; vi += stride) {
       const auto lanes = expr.template fetch<V>(vi);
       lane_regs<T, V> out;
-CUFUSE_UNROLL
+      CUFUSE_UNROLL
       for (int k = 0; k < V; ++k) {
         out.v[k] = convert<T>(lanes.at(k));
       }

@@ -134,9 +134,7 @@ struct map_node {
   extents<rank == 0 ? 1 : rank> shape() const { return first_shape<0>(); }
   index_t size() const { return shape().size(); }
 
-  bool aligned16() const {
-    return aligned_impl(std::index_sequence_for<Args...>{});
-  }
+  bool aligned16() const { return aligned_impl(std::index_sequence_for<Args...>{}); }
 
 private:
   template <class I, std::size_t... Is>
@@ -155,7 +153,7 @@ private:
   template <std::size_t I>
   auto first_shape() const {
     if constexpr (I == sizeof...(Args)) {
-      return extents<rank == 0 ? 1 : rank>{}; // unreachable for rank > 0
+      return extents < rank == 0 ? 1 : rank > {}; // unreachable for rank > 0
     } else if constexpr (std::remove_cvref_t<decltype(get<I>(args))>::rank == 0) {
       return first_shape<I + 1>();
     } else {
@@ -179,8 +177,7 @@ concept node_like = expression<X>;
 /// Anything that can appear in an expression: a node, a tensor, a view, or a C++ scalar.
 template <class X>
 concept operand = detail::node_like<std::remove_cvref_t<X>> ||
-                  detail::has_node<std::remove_cvref_t<X>> ||
-                  scalar_type<std::remove_cvref_t<X>>;
+                  detail::has_node<std::remove_cvref_t<X>> || scalar_type<std::remove_cvref_t<X>>;
 
 /// An operand that carries a shape (not a bare scalar): at least one of these must appear in
 /// every operator call, so that cufuse never hijacks arithmetic on plain numbers.

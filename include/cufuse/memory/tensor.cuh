@@ -190,9 +190,9 @@ private:
     }
     if constexpr (on_device) {
       void* p = nullptr;
-      CUFUSE_CUDA_CHECK_MSG(cudaMallocAsync(&p, n, stream_),
-                            "allocating " + std::to_string(n) + " bytes for a tensor of shape " +
-                                shape_.to_string());
+      CUFUSE_CUDA_CHECK_MSG(cudaMallocAsync(&p, n, stream_), "allocating " + std::to_string(n) +
+                                                                 " bytes for a tensor of shape " +
+                                                                 shape_.to_string());
       data_ = static_cast<T*>(p);
     } else {
       data_ = static_cast<T*>(::operator new(n, std::align_val_t{64}));

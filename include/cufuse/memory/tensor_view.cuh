@@ -64,7 +64,7 @@ struct leaf {
     constexpr int chunks = int(V * sizeof(value_type) / 16);
     const uint4* src = reinterpret_cast<const uint4*>(ptr) + static_cast<I>(vi) * chunks;
     uint4* dst = reinterpret_cast<uint4*>(r.v);
-CUFUSE_UNROLL
+    CUFUSE_UNROLL
     for (int c = 0; c < chunks; ++c) {
       dst[c] = src[c];
     }
@@ -77,7 +77,7 @@ CUFUSE_UNROLL
     constexpr int chunks = int(V * sizeof(value_type) / 16);
     uint4* dst = reinterpret_cast<uint4*>(ptr) + static_cast<I>(vi) * chunks;
     const uint4* src = reinterpret_cast<const uint4*>(r.v);
-CUFUSE_UNROLL
+    CUFUSE_UNROLL
     for (int c = 0; c < chunks; ++c) {
       dst[c] = src[c];
     }
@@ -117,7 +117,7 @@ public:
     return *this;
   }
   /// Elementwise copy (not a rebinding of the handle).
-  tensor_view& operator=(const tensor_view& src) { return this->operator= <tensor_view>(src); }
+  tensor_view& operator=(const tensor_view& src) { return this->operator=<tensor_view>(src); }
 
   /// Sets every element to `value` (converted to the element type).
   template <scalar_type S>

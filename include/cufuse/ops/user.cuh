@@ -71,7 +71,8 @@ struct result_of<void, F, A...> {
                 "cufuse::map: the host cannot see the return type of a __device__ lambda; give "
                 "it a trailing return type ([] __device__ (float x) -> float {...}), make it "
                 "__host__ __device__, or name the result: cufuse::map<float>(f, ...)");
-  using type = decltype(std::declval<F&>()(std::declval<A>()...)); // F&: nvcc's host stub of a __device__ lambda is non-const
+  using type = decltype(std::declval<F&>()(
+      std::declval<A>()...)); // F&: nvcc's host stub of a __device__ lambda is non-const
 };
 } // namespace detail_user
 
