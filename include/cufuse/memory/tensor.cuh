@@ -121,7 +121,7 @@ public:
   void upload(std::span<const T> host) {
     check_live("upload");
     check_count(host.size(), "upload");
-    copy_bytes(data_, host.data(), bytes(), current_stream(), to_device);
+    copy_bytes(data_, host.data(), host.size_bytes(), current_stream(), to_device);
   }
   void upload(const std::vector<T>& host)
     requires(!std::is_same_v<T, bool>)

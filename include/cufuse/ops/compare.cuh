@@ -64,13 +64,23 @@ struct bit_not : integral_only {
   }
 };
 
+/// x < 0, without a "pointless comparison" warning for unsigned types.
+template <class C>
+CUFUSE_INLINE bool is_negative(C x) {
+  if constexpr (std::is_signed_v<C>) {
+    return x < C(0);
+  } else {
+    return false;
+  }
+}
+
 /// a << b; a shift by a negative amount or by the width or more gives 0.
 struct shift_left : strict_integral_only {
   template <class C, class A, class B>
   CUFUSE_INLINE C apply(A a, B b) const {
     using U = std::make_unsigned_t<C>;
     const C x = convert<C>(a), s = convert<C>(b);
-    if (s < C(0) || s >= C(sizeof(C) * 8)) {
+    if (is_negative(s) || s >= C(sizeof(C) * 8)) {
       return C(0);
     }
     return static_cast<C>(static_cast<U>(static_cast<U>(x) << s));
@@ -82,8 +92,8 @@ struct shift_right : strict_integral_only {
   template <class C, class A, class B>
   CUFUSE_INLINE C apply(A a, B b) const {
     const C x = convert<C>(a), s = convert<C>(b);
-    if (s < C(0) || s >= C(sizeof(C) * 8)) {
-      return x < C(0) ? C(-1) : C(0);
+    if (is_negative(s) || s >= C(sizeof(C) * 8)) {
+      return is_negative(x) ? C(-1) : C(0);
     }
     return C(x >> s);
   }
