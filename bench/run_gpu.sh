@@ -5,23 +5,27 @@
 # (../shared/tools/stage-device-deps.sh), else from the system.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
+mkdir -p "$OUT/logs"
+# The device tool returns at most 8 files: summaries stay at the top, everything else is
+# packed into logs.tar.gz when the script ends.
+pack_logs() { tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"; }
+trap pack_logs EXIT
 what=${1:-all}
 jobs=$(nproc)
 prefix=()
 [ -d .deps/catch2/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/catch2/usr")
 
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader |
-  tee "$OUT/device.txt"
+  tee "$OUT/logs/device.txt"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUFUSE_BUILD_BENCH=ON "${prefix[@]}" \
-  >"$OUT/configure.log" 2>&1 || { tail -20 "$OUT/configure.log"; exit 1; }
+  >"$OUT/logs/configure.log" 2>&1 || { tail -20 "$OUT/logs/configure.log"; exit 1; }
 
 step() { echo "== $1 ($(date +%T))"; }
 status=0
 
 if [ "$what" = test ] || [ "$what" = all ]; then
   step build
-  cmake --build build-gpu -j"$jobs" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  cmake --build build-gpu -j"$jobs" >"$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
   step ctest
   ctest --test-dir build-gpu --output-on-failure -j4 2>&1 | tee "$OUT/ctest.log" | tail -40
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
@@ -29,51 +33,51 @@ if [ "$what" = test ] || [ "$what" = all ]; then
   # which memcheck reports as an API error.
   step "compute-sanitizer memcheck (all GPU cases but [large] and [oom])"
   timeout 420 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
-    build-gpu/test/cufuse_gpu_tests "~[large]~[oom]" >"$OUT/memcheck.log" 2>&1
+    build-gpu/test/cufuse_gpu_tests "~[large]~[oom]" >"$OUT/logs/memcheck.log" 2>&1
   rc=$?
-  echo "memcheck exit $rc"; tail -4 "$OUT/memcheck.log"
+  echo "memcheck exit $rc"; tail -4 "$OUT/logs/memcheck.log"
   [ $rc = 0 ] || status=1
   step "compute-sanitizer racecheck (device-only cases)"
   timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    build-gpu/test/cufuse_gpu_tests "[gpu]~[large]" >"$OUT/racecheck.log" 2>&1
+    build-gpu/test/cufuse_gpu_tests "[gpu]~[large]" >"$OUT/logs/racecheck.log" 2>&1
   rc=$?
-  echo "racecheck exit $rc"; tail -3 "$OUT/racecheck.log"
+  echo "racecheck exit $rc"; tail -3 "$OUT/logs/racecheck.log"
   [ $rc = 0 ] || status=1
 fi
 
 if [ "$what" = sweep ]; then
-  cmake --build build-gpu -j"$jobs" --target cufuse_bench_elementwise >"$OUT/build-bench.log" 2>&1 ||
-    { tail -30 "$OUT/build-bench.log"; exit 1; }
+  cmake --build build-gpu -j"$jobs" --target cufuse_bench_elementwise >"$OUT/logs/build-bench.log" 2>&1 ||
+    { tail -30 "$OUT/logs/build-bench.log"; exit 1; }
   for w in ${WAVES_SWEEP:-0 16}; do
     step "waves sweep: CUFUSE_EVAL_WAVES=$w"
     CUFUSE_EVAL_WAVES=$w build-gpu/bench/cufuse_bench_elementwise --min-log2 26 \
-      --out "$OUT/waves_$w.json" | grep -E "^check" | head -1
+      --out "$OUT/logs/waves_$w.json" | grep -E "^check" | head -1
   done
-  python3 bench/waves_table.py "$OUT"/waves_*.json | tee "$OUT/waves.md"
+  python3 bench/waves_table.py "$OUT"/logs/waves_*.json | tee "$OUT/logs/waves.md"
 fi
 
 if [ "$what" = bench ] || [ "$what" = all ]; then
   step "build bench + samples"
   cmake --build build-gpu -j"$jobs" --target cufuse_bench_elementwise quickstart user_kernel \
-    gelu_dropout_scale >"$OUT/build-bench.log" 2>&1 || { tail -30 "$OUT/build-bench.log"; exit 1; }
+    gelu_dropout_scale >"$OUT/logs/build-bench.log" 2>&1 || { tail -30 "$OUT/logs/build-bench.log"; exit 1; }
   step samples
   for s in quickstart user_kernel gelu_dropout_scale; do
     build-gpu/samples/$s || status=1
-  done 2>&1 | tee "$OUT/samples.log"
+  done 2>&1 | tee "$OUT/logs/samples.log"
   step "elementwise benchmark (C++)"
-  build-gpu/bench/cufuse_bench_elementwise --out "$OUT/cufuse.json" 2>&1 | tee "$OUT/bench.log"
+  build-gpu/bench/cufuse_bench_elementwise --out "$OUT/logs/cufuse.json" 2>&1 | tee "$OUT/logs/bench.log"
   step "PyTorch eager + torch.compile"
-  PYTHONUNBUFFERED=1 timeout 300 python3 bench/torch_bench.py --out "$OUT/torch.json" \
-    >"$OUT/torch.log" 2>&1 || { echo "torch bench failed:"; tail -5 "$OUT/torch.log"; }
+  PYTHONUNBUFFERED=1 timeout 300 python3 bench/torch_bench.py --out "$OUT/logs/torch.json" \
+    >"$OUT/logs/torch.log" 2>&1 || { echo "torch bench failed:"; tail -5 "$OUT/logs/torch.log"; }
   if [ -n "${WAVES_SWEEP:-}" ]; then
     for w in $WAVES_SWEEP; do
       step "waves sweep: CUFUSE_EVAL_WAVES=$w"
       CUFUSE_EVAL_WAVES=$w build-gpu/bench/cufuse_bench_elementwise --min-log2 24 \
-        --out "$OUT/waves_$w.json" | grep -E "^check" | head -1
+        --out "$OUT/logs/waves_$w.json" | grep -E "^check" | head -1
     done
-    python3 bench/waves_table.py "$OUT"/waves_*.json | tee "$OUT/waves.md"
+    python3 bench/waves_table.py "$OUT"/logs/waves_*.json | tee "$OUT/logs/waves.md"
   fi
   step report
-  python3 bench/report.py "$OUT/cufuse.json" "$OUT/torch.json" "$OUT/elementwise"
+  python3 bench/report.py "$OUT/logs/cufuse.json" "$OUT/logs/torch.json" "$OUT/elementwise"
 fi
 exit $status
