@@ -1,0 +1,184 @@
+/// \file ucb_bandit: picks among pre-instantiated variants ("arms") from measured run times.
+/// Pure host code (no CUDA), so the selection logic is tested on the CPU with synthetic arms.
+///
+/// Model. An arm's sample is a run time t > 0. The bandit works on x = -ln t: differences are
+/// ratios of times, so rewards are scale-free (the same on a 10 us and a 10 ms problem), and
+/// "3% slower" is the same distance everywhere. Each arm's estimate is the MEDIAN of its x:
+/// timing noise is one-sided and heavy-tailed (a preempted or throttled run is far slower, never
+/// far faster), and a median ignores such outliers where a mean would chase them.
+///
+/// Index (UCB1-Normal style, Auer et al. 2002, with a robust noise scale):
+///   ucb_i = m_i + c * s * sqrt(2 ln N / n_i)
+/// m_i the median of arm i, n_i its samples, N all samples, s the pooled noise scale:
+/// 1.4826 x the median absolute deviation of every sample from its arm's median (a MAD is the
+/// robust counterpart of a standard deviation), floored at `min_noise`. Unplayed arms first.
+///
+/// Stopping rule: once every arm has `min_samples`, commit the best arm when its lower bound
+/// beats every other arm's upper bound, up to an indifference margin `epsilon` (arms within
+/// epsilon of each other need not be told apart), or when `max_pulls` is spent: then commit the
+/// arm with the best median.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+namespace cufuse::tune {
+
+/// Parameters of ucb_bandit; the defaults are what cufuse's tuner uses.
+struct bandit_config {
+  /// c: width of the confidence radius in noise units. 1 is UCB1-Normal's.
+  double exploration = 1.0;
+  /// Samples every arm gets before the stopping rule may commit.
+  int min_samples = 2;
+  /// Total samples after which the best median is committed regardless (0: 5 per arm).
+  int max_pulls = 0;
+  /// Relative time difference treated as a tie when deciding to stop (1%: ln 1.01).
+  double epsilon = 0.01;
+  /// Floor of the relative noise scale (0.5%): timer resolution makes smaller noise fiction.
+  double min_noise = 0.005;
+};
+
+/// A UCB bandit over `arms` variants that learns from run times.
+class ucb_bandit {
+public:
+  explicit ucb_bandit(int arms, bandit_config config = {})
+      : config_(config), samples_(static_cast<std::size_t>(arms)) {
+    if (arms < 1) {
+      throw std::invalid_argument("cufuse::tune::ucb_bandit: needs at least one arm");
+    }
+    if (config_.max_pulls <= 0) {
+      config_.max_pulls = 5 * arms;
+    }
+    config_.max_pulls = std::max(config_.max_pulls, arms * std::max(config_.min_samples, 1));
+  }
+
+  int arms() const { return static_cast<int>(samples_.size()); }
+  int pulls() const { return pulls_; }
+  const bandit_config& config() const { return config_; }
+  /// Samples recorded for one arm.
+  int samples(int arm) const { return static_cast<int>(samples_.at(arm).size()); }
+
+  /// The arm to time next: the committed arm once committed; else an arm below min_samples
+  /// (fewest first), else the arm with the largest upper confidence bound.
+  int next_arm() const {
+    if (committed_ >= 0) {
+      return committed_;
+    }
+    int fewest = 0;
+    for (int a = 1; a < arms(); ++a) {
+      if (samples_[a].size() < samples_[fewest].size()) {
+        fewest = a;
+      }
+    }
+    if (static_cast<int>(samples_[fewest].size()) < std::max(config_.min_samples, 1)) {
+      return fewest;
+    }
+    const double s = noise();
+    int best = 0;
+    double best_ucb = -std::numeric_limits<double>::infinity();
+    for (int a = 0; a < arms(); ++a) {
+      const double u = median(a) + radius(a, s);
+      if (u > best_ucb) {
+        best_ucb = u;
+        best = a;
+      }
+    }
+    return best;
+  }
+
+  /// Records one run time (seconds, > 0) of `arm`; may commit. Non-positive or non-finite
+  /// times (a failed measurement) are ignored.
+  void record(int arm, double seconds) {
+    if (committed_ >= 0 || !(seconds > 0) || !std::isfinite(seconds)) {
+      return;
+    }
+    samples_.at(arm).push_back(-std::log(seconds));
+    ++pulls_;
+    try_commit();
+  }
+
+  /// True once the bandit has chosen; then next_arm() always returns committed_arm().
+  bool committed() const { return committed_ >= 0; }
+  int committed_arm() const { return committed_; }
+  /// Median run time (seconds) of an arm; +inf if never run.
+  double median_seconds(int arm) const {
+    return samples_.at(arm).empty() ? std::numeric_limits<double>::infinity()
+                                    : std::exp(-median(arm));
+  }
+
+private:
+  static double median_of(std::vector<double> v) {
+    const std::size_t h = v.size() / 2;
+    std::nth_element(v.begin(), v.begin() + h, v.end());
+    if (v.size() % 2 == 1) {
+      return v[h];
+    }
+    const double upper = v[h];
+    return 0.5 * (upper + *std::max_element(v.begin(), v.begin() + h));
+  }
+  double median(int a) const { return median_of(samples_[a]); }
+
+  /// Pooled robust noise scale in log-time units.
+  double noise() const {
+    std::vector<double> dev;
+    dev.reserve(static_cast<std::size_t>(pulls_));
+    for (int a = 0; a < arms(); ++a) {
+      if (samples_[a].size() < 2) {
+        continue;
+      }
+      const double m = median(a);
+      for (double x : samples_[a]) {
+        dev.push_back(std::fabs(x - m));
+      }
+    }
+    const double mad = dev.empty() ? 0.0 : 1.4826 * median_of(dev);
+    return std::max(mad, config_.min_noise);
+  }
+
+  double radius(int a, double s) const {
+    const double n = static_cast<double>(samples_[a].size());
+    const double total = std::max(2.0, static_cast<double>(pulls_));
+    return config_.exploration * s * std::sqrt(2.0 * std::log(total) / n);
+  }
+
+  void try_commit() {
+    for (const auto& v : samples_) {
+      if (static_cast<int>(v.size()) < std::max(config_.min_samples, 1)) {
+        if (pulls_ >= config_.max_pulls) {
+          break; // budget spent before every arm was sampled: commit the best seen
+        }
+        return;
+      }
+    }
+    int best = -1;
+    for (int a = 0; a < arms(); ++a) {
+      if (!samples_[a].empty() && (best < 0 || median(a) > median(best))) {
+        best = a;
+      }
+    }
+    if (pulls_ >= config_.max_pulls) {
+      committed_ = best;
+      return;
+    }
+    const double s = noise();
+    const double lower = median(best) - radius(best, s);
+    const double margin = std::log1p(config_.epsilon);
+    for (int a = 0; a < arms(); ++a) {
+      if (a != best && lower + margin < median(a) + radius(a, s)) {
+        return;
+      }
+    }
+    committed_ = best;
+  }
+
+  bandit_config config_;
+  std::vector<std::vector<double>> samples_; // -ln(seconds) per arm
+  int pulls_ = 0;
+  int committed_ = -1;
+};
+
+} // namespace cufuse::tune

@@ -1,0 +1,132 @@
+// The UCB bandit on synthetic arms: known true times, multiplicative timing noise with slow
+// outliers (as real GPU timings have), many seeds.
+#include <cufuse/tune/bandit.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+struct synthetic_arms {
+  std::vector<double> seconds; // true time of each arm
+  double noise;                // lognormal sigma
+  double outlier_rate;         // chance that a sample is 1.2x to 2x slower
+  std::mt19937_64 rng;
+
+  double sample(int arm) {
+    std::normal_distribution<double> n(0.0, noise);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    double t = seconds[arm] * std::exp(n(rng));
+    if (u(rng) < outlier_rate) {
+      t *= 1.2 + 0.8 * u(rng);
+    }
+    return t;
+  }
+  double best() const { return *std::min_element(seconds.begin(), seconds.end()); }
+};
+
+/// Runs the bandit to commitment; returns {committed arm, pulls}.
+std::pair<int, int> run(cufuse::tune::ucb_bandit& b, synthetic_arms& arms) {
+  while (!b.committed()) {
+    const int a = b.next_arm();
+    b.record(a, arms.sample(a));
+  }
+  return {b.committed_arm(), b.pulls()};
+}
+
+/// Arms like a tile-variant sweep: one best, a near-tie 2% behind, the rest 5% to 80% slower.
+synthetic_arms make_arms(int count, std::uint64_t seed, double scale = 1e-3) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> slower(1.05, 1.8);
+  std::vector<double> t(count);
+  for (auto& x : t) {
+    x = scale * slower(rng);
+  }
+  t[std::size_t(seed % count)] = scale;              // the best
+  t[std::size_t((seed + 1) % count)] = scale * 1.02; // a near-tie
+  return {t, 0.02, 0.05, std::mt19937_64(seed * 7919 + 1)};
+}
+
+} // namespace
+
+TEST_CASE("bandit: every arm is tried before any is exploited", "[tune][bandit]") {
+  cufuse::tune::ucb_bandit b(7, {.min_samples = 2});
+  std::vector<int> count(7, 0);
+  for (int i = 0; i < 14; ++i) {
+    const int a = b.next_arm();
+    ++count[a];
+    b.record(a, 1e-3 * (1 + a)); // arm 0 fastest
+  }
+  for (int c : count) {
+    CHECK(c == 2);
+  }
+}
+
+TEST_CASE("bandit: commits to an arm within 3% of the best in >= 95% of seeds, with fewer "
+          "pulls than an exhaustive sweep",
+          "[tune][bandit]") {
+  const int seeds = 400;
+  for (int count : {4, 12, 32}) {
+    int good = 0;
+    long total_pulls = 0;
+    for (int s = 0; s < seeds; ++s) {
+      auto arms = make_arms(count, std::uint64_t(s) + 1000 * count);
+      cufuse::tune::ucb_bandit b(count);
+      const auto [arm, pulls] = run(b, arms);
+      good += arms.seconds[arm] <= 1.03 * arms.best();
+      total_pulls += pulls;
+      REQUIRE(pulls <= b.config().max_pulls);
+    }
+    const double exhaustive = 5.0 * count; // 5 timed samples of every arm
+    const double mean_pulls = double(total_pulls) / seeds;
+    INFO(count << " arms: " << good << "/" << seeds << " within 3%, mean pulls " << mean_pulls
+               << " vs exhaustive " << exhaustive);
+    CHECK(good >= 0.95 * seeds);
+    CHECK(mean_pulls < exhaustive);
+  }
+}
+
+TEST_CASE("bandit: the decision does not depend on the time scale", "[tune][bandit]") {
+  for (int s = 0; s < 50; ++s) {
+    auto fast = make_arms(10, s, 1e-6), slow = make_arms(10, s, 1.0);
+    cufuse::tune::ucb_bandit a(10), b(10);
+    const auto ra = run(a, fast), rb = run(b, slow);
+    CHECK(ra == rb);
+  }
+}
+
+TEST_CASE("bandit: noiseless arms are separated at the minimum sample count", "[tune][bandit]") {
+  cufuse::tune::ucb_bandit b(5, {.min_samples = 2});
+  const double t[] = {1.3, 1.2, 1.0, 1.5, 1.1};
+  while (!b.committed()) {
+    const int a = b.next_arm();
+    b.record(a, t[a]);
+  }
+  CHECK(b.committed_arm() == 2);
+  CHECK(b.pulls() == 10);
+  CHECK(b.next_arm() == 2); // once committed, always the committed arm
+  CHECK(b.median_seconds(2) == Approx(1.0));
+}
+
+TEST_CASE("bandit: the budget ends exploration of indistinguishable arms", "[tune][bandit]") {
+  synthetic_arms same{{1.0, 1.0, 1.0}, 0.05, 0.0, std::mt19937_64(3)};
+  cufuse::tune::ucb_bandit b(3, {.max_pulls = 30, .epsilon = 0.0});
+  const auto [arm, pulls] = run(b, same);
+  CHECK(pulls <= 30);
+  CHECK(arm >= 0);
+}
+
+TEST_CASE("bandit: failed measurements are ignored; bad arguments throw", "[tune][bandit]") {
+  cufuse::tune::ucb_bandit b(2);
+  b.record(0, 0.0);
+  b.record(0, -1.0);
+  b.record(0, std::nan(""));
+  b.record(0, INFINITY);
+  CHECK(b.pulls() == 0);
+  CHECK(b.median_seconds(0) == INFINITY);
+  CHECK_THROWS_AS(cufuse::tune::ucb_bandit(0), std::invalid_argument);
+}
