@@ -9,6 +9,7 @@
 #include "core/extents.hpp"
 #include "core/types.cuh"
 #include "eval/assign.cuh"
+#include "expr/broadcast.cuh"
 #include "expr/functions.cuh"
 #include "expr/node.cuh"
 #include "expr/operators.cuh"

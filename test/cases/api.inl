@@ -265,3 +265,43 @@ TEST_CASE("stream_guard sets and restores the thread's current stream", "[api]")
   }
   CHECK(cufuse::current_stream() == nullptr);
 }
+
+TEST_CASE("broadcast_to: bias rows, columns and scalars in one kernel", "[api][broadcast]") {
+  const int rows = 37, cols = 1029;
+  cufuse::tensor<float, 2, space> X({rows, cols}), Y({rows, cols});
+  cufuse::tensor<float, 1, space> bias(cols);
+  cufuse::tensor<__half, 2, space> col({rows, 1});
+  const auto x = random_floats(std::size_t(rows) * cols, cft::next_seed());
+  const auto b = random_floats(cols, cft::next_seed());
+  const auto c = random_floats(rows, cft::next_seed());
+  X.upload(x);
+  bias.upload(b);
+  std::vector<__half> ch(rows);
+  for (int r = 0; r < rows; ++r) {
+    ch[r] = __float2half(c[r]);
+  }
+  col.upload(ch);
+  Y.fill(std::numeric_limits<float>::quiet_NaN());
+  Y = cufuse::relu(X + cufuse::broadcast_to(bias, X.shape())) *
+      cufuse::broadcast_to(col, X.shape());
+  const auto y = Y.download();
+  std::size_t bad = 0;
+  for (int r = 0; r < rows; ++r) {
+    for (int k = 0; k < cols; ++k) {
+      const double t = double(x[r * cols + k]) + b[k];
+      const double ref = (t < 0 ? 0.0 : t) * double(__half2float(ch[r]));
+      bad += !(std::fabs(y[r * cols + k] - ref) <= 1e-5 * (1 + std::fabs(ref)));
+    }
+  }
+  CHECK(bad == 0);
+  // a rank-1 tensor of extent 1 repeats everywhere; the broadcast can also be the destination's
+  // only operand
+  cufuse::tensor<float, 1, space> one(1);
+  one.fill(2.5f);
+  Y = cufuse::broadcast_to(one, Y.shape());
+  CHECK(Y.download() == std::vector<float>(std::size_t(rows) * cols, 2.5f));
+  // mismatches name both shapes
+  cufuse::tensor<float, 1, space> wrong(cols + 1);
+  CHECK_THROWS_WITH(cufuse::broadcast_to(wrong, X.shape()),
+                    Catch::Contains("[1030]") && Catch::Contains("[37, 1029]"));
+}
