@@ -252,3 +252,24 @@ TEST_CASE("out-of-memory names the bytes requested", "[gpu][errors][oom]") {
   ok.fill(1.0f);
   CHECK(ok.download() == std::vector<float>(10, 1.0f));
 }
+
+TEST_CASE("a device view of ordinary host memory is refused at creation", "[gpu][errors]") {
+  std::vector<float> host(64, 1.0f);
+  CHECK_THROWS_WITH(cufuse::view(host.data(), {64}), Catch::Contains("ordinary host memory"));
+  // pinned and managed memory are readable by the GPU: accepted, and they evaluate correctly
+  float* pinned = nullptr;
+  float* managed = nullptr;
+  CHECK_CUDA(cudaMallocHost(&pinned, 64 * sizeof(float)));
+  CHECK_CUDA(cudaMallocManaged(&managed, 64 * sizeof(float)));
+  for (int i = 0; i < 64; ++i) {
+    pinned[i] = float(i);
+  }
+  auto out = cufuse::view(managed, {64});
+  out = cufuse::view(pinned, {64}) * 2.0f;
+  CHECK_CUDA(cudaDeviceSynchronize());
+  for (int i = 0; i < 64; ++i) {
+    CHECK(managed[i] == 2.0f * i);
+  }
+  CHECK_CUDA(cudaFreeHost(pinned));
+  CHECK_CUDA(cudaFree(managed));
+}

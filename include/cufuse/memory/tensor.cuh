@@ -85,11 +85,11 @@ public:
   /// A non-owning view of the whole tensor.
   tensor_view<T, Rank, Space> view() {
     check_live("view");
-    return {data_, shape_};
+    return {data_, shape_, typename tensor_view<T, Rank, Space>::trusted{}};
   }
   tensor_view<const T, Rank, Space> view() const {
     check_live("view");
-    return {data_, shape_};
+    return {data_, shape_, typename tensor_view<const T, Rank, Space>::trusted{}};
   }
 
   /// The expression node for this tensor; throws for a moved-from tensor.

@@ -102,11 +102,22 @@ public:
   using space = Space;
   static constexpr int rank = Rank;
 
+  /// Wraps `data`. A device view checks once, here, that the pointer is memory the GPU can
+  /// read (device, managed or pinned host memory): a view of ordinary host memory would
+  /// otherwise fault inside the kernel.
   tensor_view(T* data, extents<Rank> shape) : leaf_{data, shape} {
     if (data == nullptr && shape.size() != 0) {
       throw error("cufuse: view of a null pointer with non-empty shape " + shape.to_string());
     }
+    if constexpr (std::is_same_v<Space, device_space>) {
+      if (data != nullptr && shape.size() != 0) {
+        check_device_accessible(data);
+      }
+    }
   }
+  /// For tensors' own storage: no check needed.
+  struct trusted {};
+  tensor_view(T* data, extents<Rank> shape, trusted) : leaf_{data, shape} {}
   tensor_view(const tensor_view&) = default;
 
   /// Evaluates `src` (an expression, tensor, view or scalar) into this view's elements.
@@ -133,6 +144,15 @@ public:
   detail::leaf<T, Rank, Space> node() const noexcept { return leaf_; }
 
 private:
+  static void check_device_accessible(const void* p) {
+    cudaPointerAttributes attr{};
+    CUFUSE_CUDA_CHECK_MSG(cudaPointerGetAttributes(&attr, p), "checking the pointer of a view");
+    if (attr.type == cudaMemoryTypeUnregistered) {
+      throw error("cufuse::view: the pointer is ordinary host memory, which the GPU cannot read; "
+                  "use cufuse::host_view for host data, or device/pinned/managed memory");
+    }
+  }
+
   detail::leaf<T, Rank, Space> leaf_;
 };
 
