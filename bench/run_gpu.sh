@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
-#   bash bench/run_gpu.sh [test|bench|all]      (from the repository root)
+#   bash bench/run_gpu.sh [test|sanitize|bench|gemm|all]      (from the repository root)
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
 set -uo pipefail
@@ -27,22 +27,55 @@ if [ "$what" = test ] || [ "$what" = all ]; then
   step build
   cmake --build build-gpu -j"$jobs" >"$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
   step ctest
-  ctest --test-dir build-gpu --output-on-failure -j4 2>&1 | tee "$OUT/ctest.log" | tail -40
+  ctest --test-dir build-gpu --output-on-failure -j4 ${CTEST_ARGS:-} 2>&1 | tee "$OUT/ctest.log" | tail -40
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+
+if [ "$what" = sanitize ] || [ "$what" = all ]; then
+  step build
+  cmake --build build-gpu -j"$jobs" >"$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
   # [large] (2^31 elements) is too slow under the sanitizer; [oom] fails an allocation on purpose,
   # which memcheck reports as an API error.
+  if [ "${SANITIZE_ONLY:-}" != gemm ]; then
   step "compute-sanitizer memcheck (all GPU cases but [large] and [oom])"
   timeout 420 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
     build-gpu/test/cufuse_gpu_tests "~[large]~[oom]" >"$OUT/logs/memcheck.log" 2>&1
   rc=$?
   echo "memcheck exit $rc"; tail -4 "$OUT/logs/memcheck.log"
   [ $rc = 0 ] || status=1
+  fi
+  step "compute-sanitizer memcheck (GEMM: every variant on 3 shapes, API, batches, tuner)"
+  CUFUSE_GEMM_QUICK=1 timeout ${MEMCHECK_TIMEOUT:-300} compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+    build-gpu/test/cufuse_gemm_gpu_tests "[gemm]~[large]~[online]" >"$OUT/logs/memcheck_gemm.log" 2>&1
+  rc=$?
+  echo "memcheck (gemm) exit $rc"; tail -4 "$OUT/logs/memcheck_gemm.log"
+  [ $rc = 0 ] || status=1
+  step "compute-sanitizer racecheck (GEMM: every variant, one shape, NN and TT)"
+  CUFUSE_GEMM_QUICK=2 timeout ${RACECHECK_TIMEOUT:-240} compute-sanitizer --tool racecheck --error-exitcode 9 \
+    build-gpu/test/cufuse_gemm_gpu_tests "[gemm][variants]" >"$OUT/logs/racecheck_gemm.log" 2>&1
+  rc=$?
+  echo "racecheck (gemm) exit $rc"; tail -3 "$OUT/logs/racecheck_gemm.log"
+  [ $rc = 0 ] || status=1
+  if [ "${SANITIZE_ONLY:-}" != gemm ]; then
   step "compute-sanitizer racecheck (device-only cases)"
   timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
     build-gpu/test/cufuse_gpu_tests "[gpu]~[large]" >"$OUT/logs/racecheck.log" 2>&1
   rc=$?
   echo "racecheck exit $rc"; tail -3 "$OUT/logs/racecheck.log"
   [ $rc = 0 ] || status=1
+  fi
+fi
+
+if [ "$what" = gemm ] || [ "$what" = all ]; then
+  step "build cufuse-tune"
+  cmake --build build-gpu -j"$jobs" --target cufuse-tune >"$OUT/logs/build-tune.log" 2>&1 ||
+    { tail -30 "$OUT/logs/build-tune.log"; exit 1; }
+  step "GEMM: cufuse-tune --exhaustive vs cuBLAS (same run)"
+  timeout 420 build-gpu/src/cufuse-tune --dtypes ${GEMM_DTYPES:-f32,tf32,f16,bf16} --trans NN \
+    --shapes ${GEMM_SHAPES:-1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,512x4096x4096,128x4096x4096,32x4096x4096,4096x4096x128} \
+    --exhaustive --file "$OUT/logs/tune.db" --json "$OUT/logs/gemm_tune.json" 2>&1 | tee "$OUT/logs/gemm_tune.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  python3 bench/gemm_report.py "$OUT/logs/gemm_tune.json" "$OUT/gemm" >/dev/null || status=1
 fi
 
 if [ "$what" = sweep ]; then

@@ -130,3 +130,16 @@ TEST_CASE("bandit: failed measurements are ignored; bad arguments throw", "[tune
   CHECK(b.median_seconds(0) == INFINITY);
   CHECK_THROWS_AS(cufuse::tune::ucb_bandit(0), std::invalid_argument);
 }
+
+TEST_CASE("bandit: samples in flight count toward unplayed arms, never crash the ranking",
+          "[bandit]") {
+  cufuse::tune::bandit_config c;
+  c.min_samples = 1;
+  cufuse::tune::ucb_bandit b(3, c);
+  b.record(0, 1e-3);
+  CHECK(b.next_arm({0, 0, 1}) == 1); // arm 1: no sample, none in flight
+  CHECK(b.next_arm({0, 1, 1}) == 0); // arms 1, 2 only in flight: rank the one with a sample
+  b.record(1, 2e-3);
+  b.record(2, 3e-3);
+  CHECK((!b.committed() || b.committed_arm() == 0));
+}

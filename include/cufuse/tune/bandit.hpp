@@ -64,23 +64,33 @@ public:
 
   /// The arm to time next: the committed arm once committed; else an arm below min_samples
   /// (fewest first), else the arm with the largest upper confidence bound.
-  int next_arm() const {
+  int next_arm() const { return next_arm({}); }
+
+  /// The same, counting `in_flight[a]` samples of arm a that were started but are not yet
+  /// recorded (asynchronous timing), so that unplayed arms are not all given to one arm.
+  int next_arm(const std::vector<int>& in_flight) const {
     if (committed_ >= 0) {
       return committed_;
     }
+    auto count = [&](int a) {
+      return samples_[a].size() + (a < static_cast<int>(in_flight.size()) ? in_flight[a] : 0);
+    };
     int fewest = 0;
     for (int a = 1; a < arms(); ++a) {
-      if (samples_[a].size() < samples_[fewest].size()) {
+      if (count(a) < count(fewest)) {
         fewest = a;
       }
     }
-    if (static_cast<int>(samples_[fewest].size()) < std::max(config_.min_samples, 1)) {
+    if (static_cast<int>(count(fewest)) < std::max(config_.min_samples, 1)) {
       return fewest;
     }
     const double s = noise();
-    int best = 0;
+    int best = fewest;
     double best_ucb = -std::numeric_limits<double>::infinity();
     for (int a = 0; a < arms(); ++a) {
+      if (samples_[a].empty()) {
+        continue; // only in flight so far: nothing to rank it by yet
+      }
       const double u = median(a) + radius(a, s);
       if (u > best_ucb) {
         best_ucb = u;
@@ -99,6 +109,17 @@ public:
     samples_.at(arm).push_back(-std::log(seconds));
     ++pulls_;
     try_commit();
+  }
+
+  /// The arm with the best median so far (-1 before any sample).
+  int best_arm() const {
+    int best = -1;
+    for (int a = 0; a < arms(); ++a) {
+      if (!samples_[a].empty() && (best < 0 || median(a) > median(best))) {
+        best = a;
+      }
+    }
+    return best;
   }
 
   /// True once the bandit has chosen; then next_arm() always returns committed_arm().
@@ -154,12 +175,7 @@ private:
         return;
       }
     }
-    int best = -1;
-    for (int a = 0; a < arms(); ++a) {
-      if (!samples_[a].empty() && (best < 0 || median(a) > median(best))) {
-        best = a;
-      }
-    }
+    const int best = best_arm();
     if (pulls_ >= config_.max_pulls) {
       committed_ = best;
       return;
@@ -180,5 +196,17 @@ private:
   int pulls_ = 0;
   int committed_ = -1;
 };
+
+/// The configuration cufuse's GEMM tuner (online mode and cufuse-tune) uses for `arms` variants:
+/// one sample per arm first (GEMM variants differ by far more than the timing noise), variants
+/// within 2% count as equally good, and at most 3 samples per arm on average (60% of a 5-sample
+/// exhaustive sweep) before the best median is committed.
+inline bandit_config gemm_bandit_config(int arms) {
+  bandit_config c;
+  c.min_samples = 1;
+  c.max_pulls = 3 * arms;
+  c.epsilon = 0.02;
+  return c;
+}
 
 } // namespace cufuse::tune

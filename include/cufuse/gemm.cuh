@@ -1,0 +1,263 @@
+/// \file GEMM: C = alpha * op(A) * op(B) + beta * C on the GPU, with pre-instantiated tile
+/// variants chosen per problem (heuristic, online UCB bandit, or an offline-tuned database).
+/// Link `cufuse::gemm` (libcufuse); the kernels are compiled once there, not in your files.
+///
+///   cufuse::tensor<__nv_bfloat16, 2> A({m, k}), B({k, n});
+///   cufuse::tensor<float, 2> C({m, n});
+///   cufuse::gemm(A, B, C);                              // C = A * B
+///   cufuse::gemm(cufuse::transpose(A2), B, C, 2.0f, 1.0f, stream);   // C = 2 A2^T B + C
+#pragma once
+
+#include "core/error.hpp"
+#include "gemm/problem.hpp"
+#include "memory/stream.hpp"
+#include "memory/tensor.cuh"
+#include "memory/tensor_view.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace cufuse {
+
+/// A row-major matrix (or a strided batch of them) in device memory: `rows x cols` elements,
+/// `ld` elements from one row to the next, `batch_stride` elements from one matrix to the next.
+/// `transposed`: GEMM uses its transpose (see cufuse::transpose).
+template <class T>
+struct matrix_ref {
+  T* data = nullptr;
+  index_t rows = 0, cols = 0, ld = 0;
+  bool transposed = false;
+  index_t batch = 1, batch_stride = 0;
+};
+
+namespace gemm_detail {
+inline void check_matrix(index_t batch, index_t rows, index_t cols, index_t ld, index_t stride,
+                         const void* p) {
+  auto shape = [&] {
+    return "[" + std::to_string(batch) + " x " + std::to_string(rows) + " x " +
+           std::to_string(cols) + ", ld " + std::to_string(ld) + ", batch stride " +
+           std::to_string(stride) + "]";
+  };
+  if (batch < 0 || rows < 0 || cols < 0) {
+    throw shape_error("cufuse::matrix: negative extent in " + shape());
+  }
+  if (ld < (cols > 0 ? cols : 1)) {
+    throw shape_error("cufuse::matrix: leading dimension smaller than the column count in " +
+                      shape());
+  }
+  if (batch > 1 && rows > 0 && cols > 0 && stride < (rows - 1) * ld + cols && stride != 0) {
+    throw shape_error("cufuse::matrix: batch stride makes matrices overlap in " + shape());
+  }
+  if (p == nullptr && batch > 0 && rows > 0 && cols > 0) {
+    throw error("cufuse::matrix: null pointer for a non-empty matrix " + shape());
+  }
+}
+} // namespace gemm_detail
+
+/// A device matrix you own with a leading dimension: `cufuse::matrix(ptr, rows, cols, ld)`.
+template <class T>
+matrix_ref<T> matrix(T* device_ptr, index_t rows, index_t cols, index_t ld) {
+  gemm_detail::check_matrix(1, rows, cols, ld, 0, device_ptr);
+  return {device_ptr, rows, cols, ld, false, 1, 0};
+}
+/// A strided batch of device matrices: `batch` matrices `batch_stride` elements apart.
+template <class T>
+matrix_ref<T> batched_matrix(T* device_ptr, index_t batch, index_t rows, index_t cols, index_t ld,
+                             index_t batch_stride) {
+  gemm_detail::check_matrix(batch, rows, cols, ld, batch_stride, device_ptr);
+  return {device_ptr, rows, cols, ld, false, batch, batch_stride};
+}
+
+/// The matrix behind a rank-2 (one matrix) or rank-3 (a batch) tensor or device view.
+template <class T>
+matrix_ref<T> as_matrix(const matrix_ref<T>& m) {
+  return m;
+}
+template <class T, int Rank>
+matrix_ref<T> as_matrix(const tensor_view<T, Rank, device_space>& v) {
+  static_assert(Rank == 2 || Rank == 3,
+                "cufuse::gemm: operands are rank-2 matrices (or rank-3 batches for gemm_batched)");
+  const auto& s = v.shape();
+  if constexpr (Rank == 2) {
+    return {v.data(), s[0], s[1], s[1], false, 1, 0};
+  } else {
+    return {v.data(), s[1], s[2], s[2], false, s[0], s[1] * s[2]};
+  }
+}
+template <class T, int Rank>
+matrix_ref<T> as_matrix(tensor<T, Rank, device_space>& t) {
+  return as_matrix(t.view());
+}
+template <class T, int Rank>
+matrix_ref<const T> as_matrix(const tensor<T, Rank, device_space>& t) {
+  return as_matrix(t.view());
+}
+
+/// op(X) = X^T: `gemm(transpose(A), B, C)` computes C = A^T B without moving data.
+template <class X>
+auto transpose(X&& x) -> decltype(as_matrix(std::forward<X>(x))) {
+  auto m = as_matrix(std::forward<X>(x));
+  m.transposed = !m.transposed;
+  return m;
+}
+
+namespace gemm_detail {
+
+template <class T>
+constexpr bool is_gemm_input =
+    std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+template <class T>
+constexpr dtype dtype_v = std::is_same_v<T, float>    ? dtype::f32
+                          : std::is_same_v<T, __half> ? dtype::f16
+                                                      : dtype::bf16;
+
+template <class X>
+concept matrix_like = requires(X&& x) { as_matrix(std::forward<X>(x)); };
+
+template <class M>
+struct ref_element;
+template <class T>
+struct ref_element<matrix_ref<T>> {
+  using type = T;
+};
+template <class X>
+using element_of = typename ref_element<decltype(as_matrix(std::declval<X>()))>::type;
+
+// Implemented in libcufuse (src/gemm).
+void run(const problem& p, cudaStream_t stream, const gemm_options& options);
+std::vector<std::string> valid_variants(const problem& p, const gemm_options& options);
+std::optional<std::string> chosen_variant(const problem& p, const gemm_options& options);
+void record_choice(const problem& p, const gemm_options& options, const std::string& variant,
+                   double seconds);
+
+template <class TA, class TB, class TC>
+problem make_problem(const matrix_ref<TA>& a, const matrix_ref<TB>& b, const matrix_ref<TC>& c,
+                     float alpha, float beta, const gemm_options& options, bool batched) {
+  using A = std::remove_const_t<TA>;
+  using B = std::remove_const_t<TB>;
+  using C = TC;
+  static_assert(is_gemm_input<A>, "cufuse::gemm: A must hold float, __half or __nv_bfloat16");
+  static_assert(std::is_same_v<A, B>, "cufuse::gemm: A and B must have the same element type");
+  static_assert(!std::is_const_v<C>, "cufuse::gemm: C must be writable (not const)");
+  static_assert(std::is_same_v<C, A> || std::is_same_v<C, float>,
+                "cufuse::gemm: C must have A's element type or float");
+  auto dims = [](const auto& x) {
+    return "[" + (x.batch != 1 ? std::to_string(x.batch) + " x " : std::string()) +
+           std::to_string(x.rows) + " x " + std::to_string(x.cols) + "]" +
+           (x.transposed ? "^T" : "");
+  };
+  if (c.transposed) {
+    throw error("cufuse::gemm: C cannot be transposed; transpose the product instead "
+                "(C^T = B^T A^T)");
+  }
+  const index_t m = a.transposed ? a.cols : a.rows;
+  const index_t ka = a.transposed ? a.rows : a.cols;
+  const index_t kb = b.transposed ? b.cols : b.rows;
+  const index_t n = b.transposed ? b.rows : b.cols;
+  if (ka != kb || c.rows != m || c.cols != n) {
+    throw shape_error("cufuse::gemm: shapes do not match: op(A) " + dims(a) + " is " +
+                      std::to_string(m) + " x " + std::to_string(ka) + ", op(B) " + dims(b) +
+                      " is " + std::to_string(kb) + " x " + std::to_string(n) + ", C is " +
+                      dims(c) + " (need C = m x n with op(A) m x k, op(B) k x n)");
+  }
+  if (!batched && (a.batch != 1 || b.batch != 1 || c.batch != 1)) {
+    throw shape_error("cufuse::gemm: operands are batches (A " + dims(a) + ", B " + dims(b) +
+                      ", C " + dims(c) + "); use cufuse::gemm_batched");
+  }
+  if (a.batch != c.batch || b.batch != c.batch) {
+    throw shape_error("cufuse::gemm_batched: batch counts differ: A " + dims(a) + ", B " + dims(b) +
+                      ", C " + dims(c));
+  }
+  problem p;
+  p.ab = dtype_v<A>;
+  p.out = dtype_v<C>;
+  p.math = options.math;
+  p.m = m;
+  p.n = n;
+  p.k = ka;
+  p.batch = c.batch;
+  p.a = {a.data, a.rows, a.cols, a.ld, a.batch_stride, a.transposed};
+  p.b = {b.data, b.rows, b.cols, b.ld, b.batch_stride, b.transposed};
+  p.c = c.data;
+  p.ldc = c.ld;
+  p.stride_c = c.batch_stride;
+  p.alpha = alpha;
+  p.beta = beta;
+  return p;
+}
+
+} // namespace gemm_detail
+
+/// C = alpha * op(A) * op(B) + beta * C on `stream`. A, B: rank-2 tensors, device views or
+/// matrix_refs (optionally wrapped in cufuse::transpose); C: the same, not transposed.
+/// M, N, K may be 0 (K = 0 gives beta * C; M or N = 0 does nothing). beta = 0 never reads C.
+/// Throws shape_error on mismatched shapes (naming all of them).
+template <gemm_detail::matrix_like A, gemm_detail::matrix_like B, gemm_detail::matrix_like C>
+void gemm(A&& a, B&& b, C&& c, float alpha = 1.0f, float beta = 0.0f,
+          cudaStream_t stream = current_stream(), const gemm_options& options = {}) {
+  gemm_detail::run(gemm_detail::make_problem(as_matrix(a), as_matrix(b), as_matrix(c), alpha, beta,
+                                             options, false),
+                   stream, options);
+}
+
+/// The same for a strided batch: rank-3 tensors/views ([batch, rows, cols]) or batched_matrix.
+template <gemm_detail::matrix_like A, gemm_detail::matrix_like B, gemm_detail::matrix_like C>
+void gemm_batched(A&& a, B&& b, C&& c, float alpha = 1.0f, float beta = 0.0f,
+                  cudaStream_t stream = current_stream(), const gemm_options& options = {}) {
+  gemm_detail::run(gemm_detail::make_problem(as_matrix(a), as_matrix(b), as_matrix(c), alpha, beta,
+                                             options, true),
+                   stream, options);
+}
+
+/// Names of the variants that can run this problem on the current device (tests, tools).
+template <class A, class B, class C>
+std::vector<std::string> gemm_variants(A&& a, B&& b, C&& c, const gemm_options& options = {}) {
+  return gemm_detail::valid_variants(gemm_detail::make_problem(as_matrix(a), as_matrix(b),
+                                                               as_matrix(c), 1.0f, 0.0f, options,
+                                                               true),
+                                     options);
+}
+
+/// The variant the tuner has settled on for this problem (its key), if it has.
+/// `beta`: only whether it is zero matters (it is part of the key).
+template <class A, class B, class C>
+std::optional<std::string>
+gemm_chosen_variant(A&& a, B&& b, C&& c, const gemm_options& options = {}, float beta = 0.0f) {
+  return gemm_detail::chosen_variant(gemm_detail::make_problem(as_matrix(a), as_matrix(b),
+                                                               as_matrix(c), 1.0f, beta, options,
+                                                               true),
+                                     options);
+}
+
+/// Tuner controls. The initial mode comes from CUFUSE_TUNE_MODE (off | online | frozen;
+/// default frozen, which without a database is the heuristic) and the database path from
+/// CUFUSE_TUNE_FILE (default: none, nothing persisted).
+namespace tuning {
+void set_mode(tune_mode mode);
+tune_mode mode();
+/// Uses `path` as the tuning database from now on ("" for none); loads it lazily.
+void set_file(const std::string& path);
+std::string file();
+/// Forgets every in-memory choice and bandit (the file is untouched).
+void reset();
+/// Writes the choices made in this process to the database file now (merging); false when
+/// there is no file or it could not be written (a warning says why).
+bool save();
+/// Stores a measured choice for a problem's key (what cufuse-tune does); save() persists it.
+template <class A, class B, class C>
+void record(A&& a, B&& b, C&& c, const gemm_options& options, const std::string& variant,
+            double seconds, float beta = 0.0f) {
+  gemm_detail::record_choice(gemm_detail::make_problem(as_matrix(a), as_matrix(b), as_matrix(c),
+                                                       1.0f, beta, options, true),
+                             options, variant, seconds);
+}
+} // namespace tuning
+
+} // namespace cufuse

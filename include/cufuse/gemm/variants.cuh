@@ -1,0 +1,195 @@
+/// \file The GEMM variant set: a compile-time list of tile configurations per family, and the
+/// run-time descriptor (`variant`) each configuration becomes when `src/` instantiates the list
+/// for an epilogue (`instantiate<Epilogue>(list)`). The same lists can be instantiated for other
+/// epilogues later without touching the kernels.
+///
+/// Names are stable and carry the configuration, e.g. `sm80_bf16_mma_128x128x32_w2x2_s3`:
+/// minimum architecture, input type (tf32 = float inputs on tensor cores), family, block tile
+/// MxNxK, warps (mma) or thread tile (simt), pipeline stages, `_v1` when it accepts any
+/// alignment, `_splitN` for split-K. Every variant declares its constraints in the descriptor.
+#pragma once
+
+#include "kernels.cuh"
+
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+namespace cufuse::gemm_detail {
+
+enum class family : std::uint8_t { simt, mma, wgmma };
+
+/// A pre-instantiated GEMM kernel configuration and its constraints.
+struct variant {
+  std::string name;
+  family fam = family::simt;
+  dtype ab = dtype::f32; // element type of A and B
+  bool tf32 = false;     // float inputs, TF32 tensor-core math
+  int min_arch = 70;     // compute capability x 10 its kernels need (90 = sm_90a)
+  int align = 1;         // elements: A/B pointers, leading dimensions and batch strides
+  int splits = 1;        // split-K factor (1: none)
+  int bm = 0, bn = 0, bk = 0, threads = 0, smem = 0;
+  /// Launches the kernel for the given transposes.
+  void (*launch)(const gemm_args&, bool ta, bool tb, dim3 grid, cudaStream_t) = nullptr;
+  /// Per device: opts the kernels into their shared memory and reports the lowest SASS
+  /// architecture they were compiled for on this device (0 when they have no code for it).
+  cudaError_t (*prepare)(int* binary_arch) = nullptr;
+};
+
+template <class... C>
+struct variant_list {};
+
+// ---- the standard set ------------------------------------------------------------------------
+
+using simt_variants = variant_list<
+    // FP32, 16-byte loads
+    simt_config<float, 128, 128, 8, 2, 2, 4>, simt_config<float, 128, 64, 8, 2, 2, 4>,
+    simt_config<float, 64, 128, 8, 2, 2, 4>, simt_config<float, 64, 64, 16, 1, 1, 4>,
+    simt_config<float, 32, 64, 16, 1, 1, 4>, simt_config<float, 16, 128, 32, 1, 1, 4>,
+    // FP32, any alignment
+    simt_config<float, 128, 128, 8, 2, 2, 1>, simt_config<float, 64, 64, 16, 1, 1, 1>,
+    // FP32 split-K (small M*N, large K)
+    simt_config<float, 64, 64, 16, 1, 1, 4, 4>, simt_config<float, 64, 64, 16, 1, 1, 4, 16>,
+    simt_config<float, 64, 64, 16, 1, 1, 1, 8>,
+    // FP16 / BF16 at any alignment (the tensor-core variants need 16-byte alignment)
+    simt_config<__half, 64, 64, 16, 1, 1, 1>, simt_config<__half, 128, 128, 8, 2, 2, 1>,
+    simt_config<__nv_bfloat16, 64, 64, 16, 1, 1, 1>,
+    simt_config<__nv_bfloat16, 128, 128, 8, 2, 2, 1>>;
+
+template <class T>
+using mma16_variants =
+    variant_list<mma_config<T, 128, 128, 32, 2, 2, 3>, mma_config<T, 128, 128, 32, 2, 2, 4>,
+                 mma_config<T, 128, 256, 32, 2, 4, 3>, mma_config<T, 256, 128, 32, 4, 2, 3>,
+                 mma_config<T, 128, 64, 32, 2, 2, 4>, mma_config<T, 64, 128, 32, 2, 2, 4>,
+                 mma_config<T, 64, 64, 32, 2, 2, 4>, mma_config<T, 128, 128, 64, 2, 2, 3>,
+                 mma_config<T, 64, 64, 32, 2, 2, 4, 4>, mma_config<T, 64, 64, 32, 2, 2, 4, 16>>;
+
+using mma_f16_variants = mma16_variants<__half>;
+using mma_bf16_variants = mma16_variants<__nv_bfloat16>;
+
+using mma_tf32_variants =
+    variant_list<mma_config<float, 128, 128, 32, 2, 2, 3>, mma_config<float, 128, 128, 32, 2, 2, 4>,
+                 mma_config<float, 128, 256, 32, 2, 4, 3>, mma_config<float, 256, 128, 32, 4, 2, 3>,
+                 mma_config<float, 128, 64, 32, 2, 2, 4>, mma_config<float, 64, 128, 32, 2, 2, 4>,
+                 mma_config<float, 64, 64, 32, 2, 2, 4>, mma_config<float, 64, 64, 32, 2, 2, 4, 4>,
+                 mma_config<float, 64, 64, 32, 2, 2, 4, 16>>;
+
+// ---- instantiation -----------------------------------------------------------------------
+
+template <class T>
+constexpr dtype dtype_of() {
+  if constexpr (std::is_same_v<T, float>) {
+    return dtype::f32;
+  } else if constexpr (std::is_same_v<T, __half>) {
+    return dtype::f16;
+  } else {
+    return dtype::bf16;
+  }
+}
+
+template <class>
+struct is_simt : std::false_type {};
+template <class T, int A, int B, int C, int D, int E, int F, int G>
+struct is_simt<simt_config<T, A, B, C, D, E, F, G>> : std::true_type {};
+
+template <class Cfg>
+std::string variant_name() {
+  using T = typename Cfg::element;
+  const std::string tile =
+      std::to_string(Cfg::BM) + "x" + std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK);
+  std::string s;
+  if constexpr (is_simt<Cfg>::value) {
+    s = std::string("sm70_") + dtype_name(dtype_of<T>()) + "_simt_" + tile + "_t" +
+        std::to_string(Cfg::TM) + "x" + std::to_string(Cfg::TN) + "_v" + std::to_string(Cfg::Vec);
+  } else {
+    s = std::string("sm80_") + (Cfg::tf32 ? "tf32" : dtype_name(dtype_of<T>())) + "_mma_" + tile +
+        "_w" + std::to_string(Cfg::WM) + "x" + std::to_string(Cfg::WN) + "_s" +
+        std::to_string(Cfg::stages);
+  }
+  if (Cfg::splits > 1) {
+    s += "_split" + std::to_string(Cfg::splits);
+  }
+  return s;
+}
+
+template <class Cfg, bool TA, bool TB, class Epi>
+constexpr auto kernel_of() {
+  if constexpr (is_simt<Cfg>::value) {
+    return &simt_gemm_kernel<Cfg, TA, TB, Epi>;
+  } else {
+    return &mma_gemm_kernel<Cfg, TA, TB, Epi>;
+  }
+}
+
+template <class Cfg, class Epi>
+void launch_variant(const gemm_args& args, bool ta, bool tb, dim3 grid, cudaStream_t stream) {
+  const dim3 block(Cfg::threads);
+  const auto k =
+      ta ? (tb ? kernel_of<Cfg, true, true, Epi>() : kernel_of<Cfg, true, false, Epi>())
+         : (tb ? kernel_of<Cfg, false, true, Epi>() : kernel_of<Cfg, false, false, Epi>());
+  k<<<grid, block, Cfg::smem_bytes, stream>>>(args);
+}
+
+template <class Cfg, class Epi>
+cudaError_t prepare_variant(int* binary_arch) {
+  const void* kernels[] = {reinterpret_cast<const void*>(kernel_of<Cfg, false, false, Epi>()),
+                           reinterpret_cast<const void*>(kernel_of<Cfg, false, true, Epi>()),
+                           reinterpret_cast<const void*>(kernel_of<Cfg, true, false, Epi>()),
+                           reinterpret_cast<const void*>(kernel_of<Cfg, true, true, Epi>())};
+  int arch = 1 << 30;
+  for (const void* k : kernels) {
+    cudaFuncAttributes attr{};
+    cudaError_t e = cudaFuncGetAttributes(&attr, k);
+    if (e == cudaErrorInvalidDeviceFunction || e == cudaErrorNoKernelImageForDevice) {
+      (void)cudaGetLastError();
+      *binary_arch = 0;
+      return cudaSuccess;
+    }
+    if (e != cudaSuccess) {
+      return e;
+    }
+    arch = attr.binaryVersion < arch ? attr.binaryVersion : arch;
+    e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::smem_bytes);
+    if (e != cudaSuccess) {
+      return e;
+    }
+  }
+  *binary_arch = arch;
+  return cudaSuccess;
+}
+
+template <class Cfg, class Epi>
+variant make_variant() {
+  variant v;
+  v.name = variant_name<Cfg>();
+  using T = typename Cfg::element;
+  v.ab = dtype_of<T>();
+  v.splits = Cfg::splits;
+  v.bm = Cfg::BM;
+  v.bn = Cfg::BN;
+  v.bk = Cfg::BK;
+  v.threads = Cfg::threads;
+  v.smem = Cfg::smem_bytes;
+  if constexpr (is_simt<Cfg>::value) {
+    v.fam = family::simt;
+    v.min_arch = 70;
+    v.align = Cfg::Vec;
+  } else {
+    v.fam = family::mma;
+    v.tf32 = Cfg::tf32;
+    v.min_arch = 80;
+    v.align = Cfg::chunk;
+  }
+  v.launch = &launch_variant<Cfg, Epi>;
+  v.prepare = &prepare_variant<Cfg, Epi>;
+  return v;
+}
+
+/// The run-time descriptors of every configuration in `List`, for epilogue `Epi`.
+template <class Epi, class... C>
+std::vector<variant> instantiate(variant_list<C...>) {
+  return {make_variant<C, Epi>()...};
+}
+
+} // namespace cufuse::gemm_detail

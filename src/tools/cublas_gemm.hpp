@@ -1,0 +1,44 @@
+/// \file cuBLAS as the reference peer of cufuse::gemm in the tool, the tests and the benchmark
+/// (never used by the library). Maps a row-major problem to cuBLAS's column-major call:
+/// C^T (n x m) = op(B)^T op(A)^T.
+#pragma once
+
+#include <cufuse/gemm.cuh>
+
+#include <cublas_v2.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace cufuse_tools {
+
+inline void check_cublas(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string("cuBLAS: ") + what + " failed with status " +
+                             std::to_string(int(s)));
+  }
+}
+
+inline cudaDataType_t cuda_type(cufuse::gemm_detail::dtype t) {
+  using cufuse::gemm_detail::dtype;
+  return t == dtype::f32 ? CUDA_R_32F : (t == dtype::f16 ? CUDA_R_16F : CUDA_R_16BF);
+}
+
+/// One strided-batched cuBLAS GEMM of the same problem cufuse would run.
+inline void cublas_gemm(cublasHandle_t h, const cufuse::gemm_detail::problem& p,
+                        cudaStream_t stream) {
+  using cufuse::gemm_detail::dtype;
+  check_cublas(cublasSetStream(h, stream), "cublasSetStream");
+  const cublasComputeType_t compute = p.ab == dtype::f32 && p.math == cufuse::gemm_math::tf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  check_cublas(cublasGemmStridedBatchedEx(
+                   h, p.b.trans ? CUBLAS_OP_T : CUBLAS_OP_N, p.a.trans ? CUBLAS_OP_T : CUBLAS_OP_N,
+                   int(p.n), int(p.m), int(p.k), &p.alpha, p.b.ptr, cuda_type(p.ab), int(p.b.ld),
+                   p.b.batch_stride, p.a.ptr, cuda_type(p.ab), int(p.a.ld), p.a.batch_stride,
+                   &p.beta, p.c, cuda_type(p.out), int(p.ldc), p.stride_c, int(p.batch), compute,
+                   CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx");
+}
+
+} // namespace cufuse_tools

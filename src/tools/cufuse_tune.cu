@@ -1,0 +1,564 @@
+/// \file cufuse-tune: offline GEMM tuning. For each shape x dtype x transpose it runs the UCB
+/// bandit over the valid variants on rotating input buffers (> 2x L2, so no run finds its inputs
+/// in cache), prints the choice, its TFLOP/s and its ratio to cuBLAS measured in the same run,
+/// and writes the tuning database. --exhaustive also times every variant (the regret reference)
+/// and replays UCB and epsilon-greedy on those samples to compare tuning costs.
+///
+///   cufuse-tune --shapes 4096x4096x4096,512x4096x4096 --dtypes bf16,f16 --trans NN,NT \
+///               --file tune.db [--exhaustive] [--json out.json]
+#include "cublas_gemm.hpp"
+
+#include <cufuse/gemm.cuh>
+#include <cufuse/memory/device.hpp>
+#include <cufuse/tune/bandit.hpp>
+
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using cufuse::gemm_detail::dtype;
+
+struct shape {
+  long long m, n, k;
+};
+
+struct options {
+  std::vector<shape> shapes;
+  std::vector<std::string> dtypes{"bf16"};
+  std::vector<std::string> trans{"NN"};
+  std::string out_dtype = "same"; // or f32
+  long long batch = 1;
+  std::string file;
+  std::string json;
+  bool exhaustive = false;
+  bool cublas = true;
+  int samples = 5; // exhaustive samples per variant
+  int reruns = 10; // runs of the chosen variant and of cuBLAS for the reported speed
+  int replays = 200;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(
+      stderr,
+      "cufuse-tune: %s\n"
+      "usage: cufuse-tune --shapes MxNxK[,MxNxK...] | --shapes-file FILE\n"
+      "         [--dtypes f32,tf32,f16,bf16] [--trans NN,NT,TN,TT] [--out-dtype same|f32]\n"
+      "         [--batch B] [--file DB] [--exhaustive] [--samples N] [--json OUT]\n"
+      "         [--no-cublas]\n"
+      "DB defaults to $CUFUSE_TUNE_FILE, else cufuse-tune.db\n",
+      why.c_str());
+  std::exit(2);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep)) {
+    if (!item.empty()) {
+      out.push_back(item);
+    }
+  }
+  return out;
+}
+
+shape parse_shape(const std::string& s) {
+  shape r{};
+  if (std::sscanf(s.c_str(), "%lldx%lldx%lld", &r.m, &r.n, &r.k) != 3 || r.m < 0 || r.n < 0 ||
+      r.k < 0) {
+    usage("bad shape '" + s + "' (want MxNxK)");
+  }
+  return r;
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  if (const char* f = std::getenv("CUFUSE_TUNE_FILE")) {
+    o.file = f;
+  }
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        usage(a + " needs a value");
+      }
+      return argv[++i];
+    };
+    if (a == "--shapes") {
+      for (const auto& s : split(value(), ',')) {
+        o.shapes.push_back(parse_shape(s));
+      }
+    } else if (a == "--shapes-file") {
+      std::ifstream in(value());
+      std::string line;
+      while (std::getline(in, line)) {
+        if (!line.empty() && line[0] != '#') {
+          o.shapes.push_back(parse_shape(line));
+        }
+      }
+    } else if (a == "--dtypes") {
+      o.dtypes = split(value(), ',');
+    } else if (a == "--trans") {
+      o.trans = split(value(), ',');
+    } else if (a == "--out-dtype") {
+      o.out_dtype = value();
+    } else if (a == "--batch") {
+      o.batch = std::atoll(value().c_str());
+    } else if (a == "--file") {
+      o.file = value();
+    } else if (a == "--json") {
+      o.json = value();
+    } else if (a == "--exhaustive") {
+      o.exhaustive = true;
+    } else if (a == "--samples") {
+      o.samples = std::max(1, std::atoi(value().c_str()));
+    } else if (a == "--no-cublas") {
+      o.cublas = false;
+    } else if (a == "--help" || a == "-h") {
+      usage("help");
+    } else {
+      usage("unknown argument " + a);
+    }
+  }
+  if (o.shapes.empty()) {
+    usage("no shapes");
+  }
+  if (o.file.empty()) {
+    o.file = "cufuse-tune.db";
+  }
+  for (const auto& t : o.trans) {
+    if (t.size() != 2 || (t[0] != 'N' && t[0] != 'T') || (t[1] != 'N' && t[1] != 'T')) {
+      usage("bad transpose '" + t + "' (want NN, NT, TN or TT)");
+    }
+  }
+  if (o.batch < 1) {
+    usage("--batch must be >= 1");
+  }
+  return o;
+}
+
+#define CHECK(call) CUFUSE_CUDA_CHECK(call)
+
+template <class T>
+__global__ void fill_uniform(T* p, long long n, unsigned seed) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    unsigned x = static_cast<unsigned>(i) * 2654435761u ^ seed;
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    p[i] = static_cast<T>(float(x & 0xffff) / 32768.0f - 1.0f);
+  }
+}
+
+/// Device buffers for one (dtype, shape, transpose) key: `sets` rotating copies of A, B and C.
+struct buffers {
+  std::vector<void*> a, b, c;
+  ~buffers() {
+    for (auto* v : {&a, &b, &c}) {
+      for (void* p : *v) {
+        cudaFree(p);
+      }
+    }
+  }
+};
+
+template <class T>
+void fill(void* p, long long n, unsigned seed) {
+  if (n > 0) {
+    fill_uniform<T><<<1024, 256>>>(static_cast<T*>(p), n, seed);
+    CHECK(cudaGetLastError());
+  }
+}
+
+struct progress {
+  int total, done = 0;
+  bool tty = isatty(2) != 0;
+  void step(const std::string& what) {
+    ++done;
+    if (!tty) {
+      return;
+    }
+    const int w = 30, filled = total > 0 ? done * w / total : w;
+    std::fprintf(stderr, "\r[%s%s] %d/%d %-60s", std::string(filled, '#').c_str(),
+                 std::string(w - filled, '.').c_str(), done, total, what.c_str());
+    std::fflush(stderr);
+  }
+  void clear() {
+    if (tty) {
+      std::fprintf(stderr, "\r%100s\r", "");
+    }
+  }
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty()
+             ? 0.0
+             : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+}
+
+/// Replays a strategy on recorded per-arm samples (drawn with replacement): returns the pulls
+/// after which its pick stays within 3% of the best for the rest of the horizon, the seconds
+/// those pulls cost, whether the final pick is within 3%, and (UCB) the pulls at commit.
+struct replay_result {
+  double pulls_to_3pct = 0, seconds_to_3pct = 0, final_ok = 0, commit_pulls = 0;
+};
+
+replay_result replay(const std::vector<std::vector<double>>& samples, bool ucb, double eps,
+                     int seeds) {
+  const int arms = static_cast<int>(samples.size());
+  std::vector<double> med(arms);
+  for (int a = 0; a < arms; ++a) {
+    med[a] = median(samples[a]);
+  }
+  const double best = *std::min_element(med.begin(), med.end());
+  const int horizon = 5 * arms;
+  replay_result r;
+  for (int seed = 0; seed < seeds; ++seed) {
+    std::mt19937_64 rng(1234 + seed);
+    auto draw = [&](int a) {
+      std::uniform_int_distribution<std::size_t> d(0, samples[a].size() - 1);
+      return samples[a][d(rng)];
+    };
+    std::vector<std::vector<double>> seen(arms);
+    std::vector<double> cost(horizon + 1, 0.0);
+    std::vector<int> pick(horizon + 1, -1);
+    cufuse::tune::ucb_bandit bandit(arms, cufuse::tune::gemm_bandit_config(arms));
+    int commit_at = 0;
+    for (int t = 1; t <= horizon; ++t) {
+      int a;
+      if (ucb) {
+        a = bandit.next_arm();
+      } else {
+        a = -1;
+        for (int i = 0; i < arms && a < 0; ++i) {
+          if (seen[i].empty()) {
+            a = i;
+          }
+        }
+        if (a < 0) {
+          std::uniform_real_distribution<double> u(0, 1);
+          if (u(rng) < eps) {
+            a = std::uniform_int_distribution<int>(0, arms - 1)(rng);
+          } else {
+            a = 0;
+            for (int i = 1; i < arms; ++i) {
+              if (median(seen[i]) < median(seen[a])) {
+                a = i;
+              }
+            }
+          }
+        }
+      }
+      const double x = draw(a);
+      seen[a].push_back(x);
+      cost[t] = cost[t - 1] + x;
+      if (ucb) {
+        const bool was = bandit.committed();
+        bandit.record(a, x);
+        if (!was && bandit.committed()) {
+          commit_at = t;
+        }
+        pick[t] = bandit.committed() ? bandit.committed_arm() : bandit.best_arm();
+        if (bandit.committed()) {
+          for (int u = t + 1; u <= horizon; ++u) {
+            pick[u] = pick[t];
+            cost[u] = cost[t];
+          }
+          break;
+        }
+      } else {
+        int b = -1;
+        for (int i = 0; i < arms; ++i) {
+          if (!seen[i].empty() && (b < 0 || median(seen[i]) < median(seen[b]))) {
+            b = i;
+          }
+        }
+        pick[t] = b;
+      }
+    }
+    int reach = horizon;
+    for (int t = horizon; t >= 1; --t) {
+      if (pick[t] < 0 || med[pick[t]] > 1.03 * best) {
+        break;
+      }
+      reach = t;
+    }
+    r.pulls_to_3pct += reach;
+    r.seconds_to_3pct += cost[reach];
+    r.final_ok += med[pick[horizon]] <= 1.03 * best ? 1.0 : 0.0;
+    r.commit_pulls += ucb ? (commit_at > 0 ? commit_at : horizon) : horizon;
+  }
+  r.pulls_to_3pct /= seeds;
+  r.seconds_to_3pct /= seeds;
+  r.final_ok /= seeds;
+  r.commit_pulls /= seeds;
+  return r;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+    }
+    o += c;
+  }
+  return o;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const options opt = parse(argc, argv);
+  if (!cufuse::device_available()) {
+    std::fprintf(stderr, "cufuse-tune: no CUDA device found; tuning needs a GPU\n");
+    return 1;
+  }
+  try {
+    cufuse::tuning::set_file(opt.file);
+    int dev = 0;
+    CHECK(cudaGetDevice(&dev));
+    cudaDeviceProp prop{};
+    CHECK(cudaGetDeviceProperties(&prop, dev));
+    cublasHandle_t handle = nullptr;
+    if (opt.cublas) {
+      cufuse_tools::check_cublas(cublasCreate(&handle), "cublasCreate");
+    }
+    cudaStream_t stream = nullptr;
+    CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaEvent_t e0, e1;
+    CHECK(cudaEventCreate(&e0));
+    CHECK(cudaEventCreate(&e1));
+
+    std::printf("# cufuse-tune on %s (%d SMs, L2 %d MiB), database %s\n", prop.name,
+                prop.multiProcessorCount, prop.l2CacheSize >> 20, opt.file.c_str());
+    std::printf("%-6s %-3s %-20s %-44s %8s %8s %6s %11s %s\n", "dtype", "op", "shape",
+                "chosen variant", "TFLOP/s", "cuBLAS", "ratio", "trials/exh",
+                opt.exhaustive ? "regret  exhaustive-best" : "");
+    std::ostringstream js;
+    js << "{\"device\": \"" << json_escape(prop.name) << "\", \"sms\": " << prop.multiProcessorCount
+       << ", \"keys\": [";
+    bool first_key = true;
+    progress bar{int(opt.shapes.size() * opt.dtypes.size() * opt.trans.size())};
+
+    for (const std::string& dt : opt.dtypes) {
+      dtype ab;
+      cufuse::gemm_options go;
+      if (dt == "f32" || dt == "tf32") {
+        ab = dtype::f32;
+        go.math = dt == "tf32" ? cufuse::gemm_math::tf32 : cufuse::gemm_math::fp32;
+      } else if (dt == "f16") {
+        ab = dtype::f16;
+      } else if (dt == "bf16") {
+        ab = dtype::bf16;
+      } else {
+        usage("unknown dtype " + dt);
+      }
+      const dtype out = opt.out_dtype == "f32" ? dtype::f32 : ab;
+      for (const std::string& tr : opt.trans) {
+        for (const shape& s : opt.shapes) {
+          const bool ta = tr[0] == 'T', tb = tr[1] == 'T';
+          const long long a_rows = ta ? s.k : s.m, a_cols = ta ? s.m : s.k;
+          const long long b_rows = tb ? s.n : s.k, b_cols = tb ? s.k : s.n;
+          const long long na = a_rows * a_cols * opt.batch, nb = b_rows * b_cols * opt.batch,
+                          nc = s.m * s.n * opt.batch;
+          const double set_bytes = double(na + nb) * cufuse::gemm_detail::dtype_size(ab) +
+                                   double(nc) * cufuse::gemm_detail::dtype_size(out);
+          const int sets =
+              std::max(2, int(std::ceil(2.0 * prop.l2CacheSize / std::max(set_bytes, 1.0))) + 1);
+          buffers buf;
+          for (int i = 0; i < sets; ++i) {
+            void *a = nullptr, *b = nullptr, *c = nullptr;
+            CHECK(cudaMalloc(&a, std::max<long long>(na, 1) * cufuse::gemm_detail::dtype_size(ab)));
+            CHECK(cudaMalloc(&b, std::max<long long>(nb, 1) * cufuse::gemm_detail::dtype_size(ab)));
+            CHECK(
+                cudaMalloc(&c, std::max<long long>(nc, 1) * cufuse::gemm_detail::dtype_size(out)));
+            buf.a.push_back(a);
+            buf.b.push_back(b);
+            buf.c.push_back(c);
+            if (ab == dtype::f32) {
+              fill<float>(a, na, 11 + i);
+              fill<float>(b, nb, 23 + i);
+            } else if (ab == dtype::f16) {
+              fill<__half>(a, na, 11 + i);
+              fill<__half>(b, nb, 23 + i);
+            } else {
+              fill<__nv_bfloat16>(a, na, 11 + i);
+              fill<__nv_bfloat16>(b, nb, 23 + i);
+            }
+          }
+          CHECK(cudaDeviceSynchronize());
+          auto problem_of = [&](int i) {
+            cufuse::gemm_detail::problem p;
+            p.ab = ab;
+            p.out = out;
+            p.math = go.math;
+            p.m = s.m;
+            p.n = s.n;
+            p.k = s.k;
+            p.batch = opt.batch;
+            p.a = {buf.a[i], a_rows, a_cols, a_cols, a_rows * a_cols, ta};
+            p.b = {buf.b[i], b_rows, b_cols, b_cols, b_rows * b_cols, tb};
+            p.c = buf.c[i];
+            p.ldc = s.n;
+            p.stride_c = s.m * s.n;
+            return p;
+          };
+          const auto arms = cufuse::gemm_detail::valid_variants(problem_of(0), go);
+          int rot = 0;
+          auto time_one = [&](auto&& launch) {
+            const int i = rot++ % sets;
+            CHECK(cudaEventRecord(e0, stream));
+            launch(i);
+            CHECK(cudaEventRecord(e1, stream));
+            CHECK(cudaEventSynchronize(e1));
+            float ms = 0;
+            CHECK(cudaEventElapsedTime(&ms, e0, e1));
+            return ms * 1e-3;
+          };
+          auto run_variant = [&](int arm) {
+            return [&, arm](int i) {
+              cufuse::gemm_options o = go;
+              o.variant = arms[arm];
+              cufuse::gemm_detail::run(problem_of(i), stream, o);
+            };
+          };
+          // Warm-up: every variant once (module loading, clocks), untimed.
+          for (int a = 0; a < int(arms.size()); ++a) {
+            run_variant(a)(0);
+          }
+          CHECK(cudaStreamSynchronize(stream));
+
+          // Live UCB.
+          const auto t0 = std::chrono::steady_clock::now();
+          cufuse::tune::ucb_bandit bandit(int(arms.size()),
+                                          cufuse::tune::gemm_bandit_config(int(arms.size())));
+          while (!bandit.committed()) {
+            const int a = bandit.next_arm();
+            bandit.record(a, time_one(run_variant(a)));
+          }
+          const double tune_s =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          const int chosen = bandit.committed_arm();
+          std::vector<double> tc, tb_;
+          for (int r = 0; r < opt.reruns; ++r) {
+            tc.push_back(time_one(run_variant(chosen)));
+          }
+          double t_cublas = 0;
+          if (handle) {
+            cufuse_tools::cublas_gemm(handle, problem_of(0), stream); // warm-up
+            for (int r = 0; r < opt.reruns; ++r) {
+              tb_.push_back(time_one(
+                  [&](int i) { cufuse_tools::cublas_gemm(handle, problem_of(i), stream); }));
+            }
+            t_cublas = median(tb_);
+          }
+          const double t_chosen = median(tc);
+          const double flop = 2.0 * s.m * s.n * s.k * opt.batch;
+          cufuse::gemm_detail::record_choice(problem_of(0), go, arms[chosen], t_chosen);
+
+          // Exhaustive sweep (the regret reference) and replays of UCB and epsilon-greedy.
+          std::ostringstream extra;
+          std::string exh_text;
+          if (opt.exhaustive) {
+            const auto x0 = std::chrono::steady_clock::now();
+            std::vector<std::vector<double>> samples(arms.size());
+            for (int r = 0; r < opt.samples; ++r) {
+              for (int a = 0; a < int(arms.size()); ++a) {
+                samples[a].push_back(time_one(run_variant(a)));
+              }
+            }
+            const double exh_s =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - x0).count();
+            int best = 0;
+            for (int a = 1; a < int(arms.size()); ++a) {
+              if (median(samples[a]) < median(samples[best])) {
+                best = a;
+              }
+            }
+            const double regret = median(samples[chosen]) / median(samples[best]);
+            const replay_result ru = replay(samples, true, 0.0, opt.replays);
+            const replay_result re = replay(samples, false, 0.1, opt.replays);
+            char b[160];
+            std::snprintf(b, sizeof b, "%6.3f  %s", regret, arms[best].c_str());
+            exh_text = b;
+            extra << ", \"exhaustive\": {\"best\": \"" << arms[best]
+                  << "\", \"best_s\": " << median(samples[best])
+                  << ", \"measurements\": " << arms.size() * opt.samples
+                  << ", \"seconds\": " << exh_s << ", \"ucb_regret\": " << regret
+                  << ", \"samples\": {";
+            for (int a = 0; a < int(arms.size()); ++a) {
+              extra << (a ? ", " : "") << "\"" << arms[a] << "\": [";
+              for (std::size_t j = 0; j < samples[a].size(); ++j) {
+                extra << (j ? ", " : "") << samples[a][j];
+              }
+              extra << "]";
+            }
+            extra << "}}, \"replay\": {\"seeds\": " << opt.replays
+                  << ", \"ucb\": {\"commit_pulls\": " << ru.commit_pulls
+                  << ", \"pulls_to_3pct\": " << ru.pulls_to_3pct
+                  << ", \"seconds_to_3pct\": " << ru.seconds_to_3pct
+                  << ", \"p_within_3pct\": " << ru.final_ok << "}, \"egreedy\": {\"epsilon\": 0.1"
+                  << ", \"pulls_to_3pct\": " << re.pulls_to_3pct
+                  << ", \"seconds_to_3pct\": " << re.seconds_to_3pct
+                  << ", \"p_within_3pct\": " << re.final_ok << "}}";
+          }
+          bar.clear();
+          char shape_s[64], trials[32];
+          std::snprintf(shape_s, sizeof shape_s, "%lldx%lldx%lld%s", s.m, s.n, s.k,
+                        opt.batch > 1 ? ("b" + std::to_string(opt.batch)).c_str() : "");
+          std::snprintf(trials, sizeof trials, "%d/%d", bandit.pulls(),
+                        int(arms.size()) * opt.samples);
+          const double tf = flop / t_chosen * 1e-12;
+          const double tfb = t_cublas > 0 ? flop / t_cublas * 1e-12 : 0.0;
+          std::printf("%-6s %-3s %-20s %-44s %8.1f %8.1f %6.3f %11s %s\n", dt.c_str(), tr.c_str(),
+                      shape_s, arms[chosen].c_str(), tf, tfb, tfb > 0 ? tf / tfb : 0.0, trials,
+                      exh_text.c_str());
+          std::fflush(stdout);
+          bar.step(dt + " " + tr + " " + shape_s);
+          js << (first_key ? "" : ",") << "\n  {\"dtype\": \"" << dt << "\", \"out\": \""
+             << cufuse::gemm_detail::dtype_name(out) << "\", \"trans\": \"" << tr
+             << "\", \"m\": " << s.m << ", \"n\": " << s.n << ", \"k\": " << s.k
+             << ", \"batch\": " << opt.batch << ", \"arms\": " << arms.size() << ", \"chosen\": \""
+             << arms[chosen] << "\", \"chosen_s\": " << t_chosen << ", \"cublas_s\": " << t_cublas
+             << ", \"tflops\": " << tf << ", \"cublas_tflops\": " << tfb
+             << ", \"ucb_pulls\": " << bandit.pulls() << ", \"ucb_seconds\": " << tune_s
+             << ", \"exhaustive_measurements\": " << arms.size() * opt.samples << extra.str()
+             << "}";
+          first_key = false;
+        }
+      }
+    }
+    bar.clear();
+    js << "\n]}\n";
+    if (!opt.json.empty()) {
+      std::ofstream(opt.json) << js.str();
+    }
+    if (!cufuse::tuning::save()) {
+      std::fprintf(stderr, "cufuse-tune: the database %s was not written\n", opt.file.c_str());
+      return 1;
+    }
+    std::printf("# wrote %s\n", opt.file.c_str());
+    if (handle) {
+      cublasDestroy(handle);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cufuse-tune: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,193 @@
+// GEMM on the GPU: every variant against double-precision loops (and cuBLAS at 4096), all
+// transposes, alpha/beta (beta = 0 with NaN in C), K = 0, unaligned operands, batches, and the
+// padding of C left untouched.
+#include "../support/gemm_check.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+using namespace gemm_test;
+
+namespace {
+
+/// The shapes every variant runs (m, n, k): odd and even, tall, wide, K = 0, and one long K for
+/// the split-K variants.
+const std::vector<dims> variant_shapes = {{1, 1, 1},      {7, 7, 7},      {64, 64, 64},
+                                          {129, 65, 127}, {1000, 7, 129}, {7, 1000, 64},
+                                          {64, 64, 0},    {65, 70, 1100}};
+
+const scaling scalings[] = {{1.0f, 0.0f}, {2.5f, -1.5f}, {1.0f, 1.0f}, {-1.0f, 0.0f}};
+
+/// CUFUSE_GEMM_QUICK=1 (memcheck) runs three of the shapes, =2 (racecheck) one shape in two
+/// layouts: the sanitizers slow every kernel down by orders of magnitude.
+int quick_level() {
+  const char* q = std::getenv("CUFUSE_GEMM_QUICK");
+  return q ? std::atoi(q) : 0;
+}
+
+std::vector<dims> shapes_to_run() {
+  switch (quick_level()) {
+  case 0:
+    return variant_shapes;
+  case 1:
+    return {{7, 7, 7}, {129, 65, 127}, {65, 70, 1100}};
+  default:
+    return {{65, 70, 1100}};
+  }
+}
+
+template <class T, class TC>
+void every_variant(cufuse::gemm_options opt, const std::string& name_filter, data_kind kind) {
+  std::mt19937 rng(Catch::rngSeed() + 17);
+  int tried = 0;
+  const auto shapes = shapes_to_run();
+  for (std::size_t si = 0; si < shapes.size(); ++si) {
+    const dims d = shapes[si];
+    for (int tr = 0; tr < 4; tr += quick_level() >= 2 ? 3 : 1) {
+      const layout l{(tr & 2) != 0, (tr & 1) != 0, 0};
+      const scaling sc = scalings[(si + tr) % 4];
+      for (const std::string& v : variants_for<T, TC>(d, l, opt)) {
+        if (v.find(name_filter) == std::string::npos) {
+          continue;
+        }
+        cufuse::gemm_options o = opt;
+        o.variant = v;
+        check_gemm<T, TC>(d, l, sc, kind, o, rng);
+        ++tried;
+      }
+    }
+  }
+  CHECK(tried > 0);
+}
+
+} // namespace
+
+TEST_CASE("gemm: every fp32 SIMT variant, exact on integer data", "[gemm][variants]") {
+  every_variant<float, float>({}, "_f32_simt_", data_kind::integers);
+}
+
+TEST_CASE("gemm: every fp32 SIMT variant, random data within the fp32 bound", "[gemm][variants]") {
+  every_variant<float, float>({}, "_f32_simt_", data_kind::reals);
+}
+
+TEST_CASE("gemm: every TF32 mma variant", "[gemm][variants]") {
+  cufuse::gemm_options o;
+  o.math = cufuse::gemm_math::tf32;
+  every_variant<float, float>(o, "_tf32_mma_", data_kind::integers);
+  every_variant<float, float>(o, "_tf32_mma_", data_kind::reals);
+}
+
+TEST_CASE("gemm: every FP16 variant, fp16 and fp32 outputs", "[gemm][variants]") {
+  every_variant<__half, __half>({}, "_f16_", data_kind::integers);
+  every_variant<__half, float>({}, "_f16_", data_kind::reals);
+}
+
+TEST_CASE("gemm: every BF16 variant, bf16 and fp32 outputs", "[gemm][variants]") {
+  every_variant<__nv_bfloat16, __nv_bfloat16>({}, "_bf16_", data_kind::reals);
+  every_variant<__nv_bfloat16, float>({}, "_bf16_", data_kind::integers);
+}
+
+TEST_CASE("gemm: unaligned pointers and leading dimensions pick variants that accept them",
+          "[gemm][variants]") {
+  std::mt19937 rng(Catch::rngSeed() + 5);
+  const dims d{67, 45, 93};
+  for (int tr = 0; tr < 4; ++tr) {
+    const layout l{(tr & 2) != 0, (tr & 1) != 0, 1}; // odd leading dimensions, pointer + 1
+    const auto f32 = variants_for<float, float>(d, l, {});
+    const auto h = variants_for<__half, __half>(d, l, {});
+    REQUIRE(!f32.empty());
+    REQUIRE(!h.empty());
+    for (const auto& v : f32) {
+      INFO(v);
+      CHECK(v.find("_v1") != std::string::npos);
+      cufuse::gemm_options o;
+      o.variant = v;
+      check_gemm<float, float>(d, l, {1.5f, 0.5f}, data_kind::integers, o, rng);
+    }
+    for (const auto& v : h) {
+      INFO(v);
+      CHECK(v.find("_mma_") == std::string::npos);
+    }
+    // The tuner's own choice (heuristic or database) too.
+    check_gemm<float, float>(d, l, {1.0f, 0.0f}, data_kind::reals, {}, rng);
+    check_gemm<__half, __half>(d, l, {1.0f, 0.0f}, data_kind::reals, {}, rng);
+    check_gemm<__nv_bfloat16, float>(d, l, {1.0f, 0.0f}, data_kind::reals, {}, rng);
+    // A forced variant that needs alignment is refused with a reason, never run.
+    cufuse::gemm_options bad;
+    bad.variant = "sm70_f32_simt_128x128x8_t8x8_v4";
+    auto run_bad = [&] {
+      check_gemm<float, float>(d, l, {1.0f, 0.0f}, data_kind::reals, bad, rng);
+    };
+    CHECK_THROWS_WITH(run_bad(),
+                      Catch::Contains("cannot run this problem") && Catch::Contains("aligned"));
+  }
+}
+
+TEST_CASE("gemm: the default choice on the tuner's own path, every dtype and transpose",
+          "[gemm][api]") {
+  std::mt19937 rng(Catch::rngSeed() + 9);
+  for (const dims d : {dims{1, 1, 1}, dims{130, 257, 300}, dims{8, 4096, 512}, dims{300, 5, 0}}) {
+    for (int tr = 0; tr < 4; ++tr) {
+      const layout l{(tr & 2) != 0, (tr & 1) != 0, 0};
+      check_gemm<float, float>(d, l, {1.0f, 0.0f}, data_kind::reals, {}, rng);
+      cufuse::gemm_options t;
+      t.math = cufuse::gemm_math::tf32;
+      check_gemm<float, float>(d, l, {0.5f, 2.0f}, data_kind::reals, t, rng);
+      check_gemm<__half, float>(d, l, {1.0f, 0.0f}, data_kind::reals, {}, rng);
+      check_gemm<__nv_bfloat16, __nv_bfloat16>(d, l, {1.0f, -1.0f}, data_kind::reals, {}, rng);
+    }
+  }
+}
+
+TEST_CASE("gemm_batched: strided batches, every layout", "[gemm][api]") {
+  std::mt19937 rng(Catch::rngSeed() + 3);
+  for (int tr = 0; tr < 4; ++tr) {
+    const layout l{(tr & 2) != 0, (tr & 1) != 0, 0};
+    check_gemm<float, float>({33, 47, 65}, l, {1.0f, 0.5f}, data_kind::integers, {}, rng, 5);
+    check_gemm<__nv_bfloat16, float>({128, 64, 96}, l, {1.0f, 0.0f}, data_kind::reals, {}, rng, 3);
+    cufuse::gemm_options split;
+    split.variant = "sm80_f16_mma_64x64x32_w2x2_s4_split4";
+    check_gemm<__half, __half>({70, 66, 700}, l, {2.0f, 1.0f}, data_kind::reals, split, rng, 4);
+  }
+}
+
+TEST_CASE("gemm: tensors and views, M or N = 0, K = 0", "[gemm][api]") {
+  const cufuse::index_t m = 37, n = 29, k = 0;
+  cufuse::tensor<float, 2> a({m, k}), b({k, n}), c({m, n});
+  c.fill(3.0f);
+  cufuse::gemm(a, b, c, 1.0f, 2.0f); // K = 0: C = beta C
+  for (float x : c.download()) {
+    REQUIRE(x == 6.0f);
+  }
+  c.fill(std::nanf(""));
+  cufuse::gemm(a, b, c, 1.0f, 0.0f); // beta = 0 never reads C
+  for (float x : c.download()) {
+    REQUIRE(x == 0.0f);
+  }
+  cufuse::tensor<float, 2> e({0, 5}), f({5, 4}), g({0, 4});
+  cufuse::gemm(e, f, g); // nothing to do, no launch
+  REQUIRE(cudaStreamSynchronize(cufuse::current_stream()) == cudaSuccess);
+}
+
+TEST_CASE("gemm: 4096^3, every variant, sampled double reference and full cuBLAS comparison",
+          "[gemm][large]") {
+  std::mt19937 rng(Catch::rngSeed() + 4096);
+  const dims d{4096, 4096, 4096};
+  const layout l{false, false, 0};
+  auto all = [&](auto tag_a, auto tag_c, cufuse::gemm_options opt) {
+    using T = decltype(tag_a);
+    using TC = decltype(tag_c);
+    for (const auto& v : variants_for<T, TC>(d, l, opt)) {
+      cufuse::gemm_options o = opt;
+      o.variant = v;
+      check_gemm<T, TC>(d, l, {1.0f, 0.0f}, data_kind::small_integers, o, rng, 1, true);
+    }
+  };
+  all(float{}, float{}, {});
+  cufuse::gemm_options t;
+  t.math = cufuse::gemm_math::tf32;
+  all(float{}, float{}, t);
+  all(__half{}, __half{}, {});
+  all(__nv_bfloat16{}, float{}, {});
+}

@@ -1,0 +1,268 @@
+// The GEMM tuner on the GPU: online mode commits a variant within 5% of the exhaustive best,
+// stays correct while it explores, persists its choice; frozen mode reads the database (exact
+// key, then the nearest shape), survives a corrupt file; several threads and streams at once.
+#include "../support/gemm_check.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+using namespace gemm_test;
+
+namespace {
+
+/// Restores the tuner's mode and file when a test ends.
+struct tuner_scope {
+  cufuse::tune_mode mode = cufuse::tuning::mode();
+  std::string file = cufuse::tuning::file();
+  ~tuner_scope() {
+    cufuse::tuning::set_file(file);
+    cufuse::tuning::set_mode(mode);
+  }
+};
+
+std::string temp_db(const char* tag) {
+  const auto p = std::filesystem::temp_directory_path() /
+                 ("cufuse_test_" + std::string(tag) + "_" + std::to_string(::getpid()) + ".db");
+  std::filesystem::remove(p);
+  return p.string();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <class T, class TC>
+struct device_problem {
+  cufuse::tensor<T, 2> a, b;
+  cufuse::tensor<TC, 2> c;
+  device_problem(long long m, long long n, long long k) : a({m, k}), b({k, n}), c({m, n}) {
+    a.fill(0.5f);
+    b.fill(0.25f);
+    c.fill(0.0f);
+  }
+};
+
+/// Median time (seconds) of `runs` calls of `variant` after one warm-up call.
+template <class P>
+double time_variant(P& p, const cufuse::gemm_options& base, const std::string& variant, int runs) {
+  cufuse::gemm_options o = base;
+  o.variant = variant;
+  cudaStream_t s = cufuse::current_stream();
+  cudaEvent_t e0, e1;
+  CUFUSE_CUDA_CHECK(cudaEventCreate(&e0));
+  CUFUSE_CUDA_CHECK(cudaEventCreate(&e1));
+  cufuse::gemm(p.a, p.b, p.c, 1.0f, 0.0f, s, o);
+  std::vector<double> t;
+  for (int r = 0; r < runs; ++r) {
+    CUFUSE_CUDA_CHECK(cudaEventRecord(e0, s));
+    cufuse::gemm(p.a, p.b, p.c, 1.0f, 0.0f, s, o);
+    CUFUSE_CUDA_CHECK(cudaEventRecord(e1, s));
+    CUFUSE_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CUFUSE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms * 1e-3);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return median(t);
+}
+
+/// Calls gemm in online mode until the tuner commits; returns the committed variant.
+template <class P>
+std::string tune_online(P& p, const cufuse::gemm_options& o, int max_calls) {
+  for (int i = 0; i < max_calls; ++i) {
+    cufuse::gemm(p.a, p.b, p.c, 1.0f, 0.0f, cufuse::current_stream(), o);
+    if (i % 4 == 3) {
+      CUFUSE_CUDA_CHECK(cudaStreamSynchronize(cufuse::current_stream()));
+      if (auto v = cufuse::gemm_chosen_variant(p.a, p.b, p.c, o)) {
+        return *v;
+      }
+    }
+  }
+  CUFUSE_CUDA_CHECK(cudaStreamSynchronize(cufuse::current_stream()));
+  auto v = cufuse::gemm_chosen_variant(p.a, p.b, p.c, o);
+  return v ? *v : std::string();
+}
+
+template <class T, class TC>
+void online_within_5pct(long long m, long long n, long long k, cufuse::gemm_options o) {
+  INFO("m " << m << " n " << n << " k " << k << " math " << int(o.math));
+  device_problem<T, TC> p(m, n, k);
+  const auto arms = cufuse::gemm_variants(p.a, p.b, p.c, o);
+  REQUIRE(arms.size() > 1);
+  const std::string chosen = tune_online(p, o, 3 * int(arms.size()) + 64);
+  REQUIRE(!chosen.empty());
+  double best = 1e30;
+  std::string best_name;
+  for (const auto& v : arms) {
+    const double t = time_variant(p, o, v, 7);
+    if (t < best) {
+      best = t;
+      best_name = v;
+    }
+  }
+  const double t_chosen = time_variant(p, o, chosen, 15);
+  INFO("committed " << chosen << " " << t_chosen * 1e6 << " us; exhaustive best " << best_name
+                    << " " << best * 1e6 << " us over " << arms.size() << " variants");
+  CHECK(t_chosen <= 1.05 * best);
+}
+
+} // namespace
+
+TEST_CASE("gemm online: the committed variant is within 5% of the exhaustive best",
+          "[gemm][online]") {
+  tuner_scope keep;
+  cufuse::tuning::set_file("");
+  cufuse::tuning::set_mode(cufuse::tune_mode::online);
+  online_within_5pct<__nv_bfloat16, __nv_bfloat16>(2048, 2048, 2048, {});
+  online_within_5pct<__half, float>(4096, 1024, 1024, {});
+  online_within_5pct<__nv_bfloat16, __nv_bfloat16>(128, 128, 8192, {});
+  online_within_5pct<float, float>(1024, 1024, 1024, {});
+  cufuse::gemm_options t;
+  t.math = cufuse::gemm_math::tf32;
+  online_within_5pct<float, float>(1536, 1536, 512, t);
+}
+
+TEST_CASE("gemm online: results stay correct while the bandit explores", "[gemm][online]") {
+  tuner_scope keep;
+  cufuse::tuning::set_file("");
+  cufuse::tuning::set_mode(cufuse::tune_mode::online);
+  std::mt19937 rng(Catch::rngSeed() + 77);
+  // Same key every call: fresh data, each call checked, until well past the budget.
+  for (int i = 0; i < 45; ++i) {
+    check_gemm<__nv_bfloat16, float>({129, 65, 127}, {false, true, 0}, {1.0f, 0.0f},
+                                     data_kind::reals, {}, rng);
+  }
+  for (int i = 0; i < 40; ++i) {
+    check_gemm<float, float>({96, 200, 333}, {true, false, 0}, {2.0f, 1.0f}, data_kind::integers,
+                             {}, rng);
+  }
+}
+
+TEST_CASE("gemm online + frozen: the database round trip, nearest shape, corrupt file",
+          "[gemm][frozen]") {
+  tuner_scope keep;
+  const std::string db = temp_db("frozen");
+  cufuse::tuning::set_file(db);
+  cufuse::tuning::set_mode(cufuse::tune_mode::online);
+  device_problem<__half, __half> p(1024, 1024, 1024);
+  const auto arms = cufuse::gemm_variants(p.a, p.b, p.c);
+  const std::string chosen = tune_online(p, {}, 3 * int(arms.size()) + 64);
+  REQUIRE(!chosen.empty());
+  {
+    std::ifstream in(db);
+    REQUIRE(in.good());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text.find(chosen) != std::string::npos);
+    CHECK(text.find("entry\tf16>f16.NN.a8.c4.b1.ab\t1024\t1024\t1024\t" + chosen) !=
+          std::string::npos);
+  }
+
+  // Frozen: the exact key from the file (a new mode forgets the in-memory state).
+  cufuse::tuning::set_mode(cufuse::tune_mode::frozen);
+  cufuse::gemm(p.a, p.b, p.c);
+  CHECK(cufuse::gemm_chosen_variant(p.a, p.b, p.c) == chosen);
+
+  // A variant recorded by hand for another shape, then an unseen shape nearest to it.
+  device_problem<__half, __half> q(4000, 4000, 512), r(3904, 4096, 520);
+  const std::string manual = "sm80_f16_mma_64x64x32_w2x2_s4";
+  cufuse::tuning::record(q.a, q.b, q.c, {}, manual, 1e-3);
+  REQUIRE(cufuse::tuning::save());
+  cufuse::tuning::set_mode(cufuse::tune_mode::frozen);
+  cufuse::gemm(q.a, q.b, q.c);
+  CHECK(cufuse::gemm_chosen_variant(q.a, q.b, q.c) == manual);
+  cufuse::gemm(r.a, r.b, r.c);
+  CHECK(cufuse::gemm_chosen_variant(r.a, r.b, r.c) == manual);
+  std::mt19937 rng(Catch::rngSeed());
+  check_gemm<__half, __half>({3904, 4096, 520}, {false, false, 0}, {1.0f, 0.0f}, data_kind::reals,
+                             {}, rng, 1, true);
+
+  // A corrupt file: one warning, ignored (heuristic), never overwritten.
+  const std::string bad = temp_db("corrupt");
+  { std::ofstream(bad) << "this is not a cufuse database\n"; }
+  cufuse::tuning::set_file(bad);
+  cufuse::tuning::set_mode(cufuse::tune_mode::online);
+  (void)tune_online(p, {}, 3 * int(arms.size()) + 64);
+  cufuse::tuning::set_mode(cufuse::tune_mode::frozen);
+  cufuse::gemm(p.a, p.b, p.c);
+  CHECK(cufuse::gemm_chosen_variant(p.a, p.b, p.c).has_value());
+  CHECK_FALSE(cufuse::tuning::save());
+  {
+    std::ifstream in(bad);
+    std::string line;
+    std::getline(in, line);
+    CHECK(line == "this is not a cufuse database");
+  }
+  std::filesystem::remove(db);
+  std::filesystem::remove(db + ".lock");
+  std::filesystem::remove(bad);
+  std::filesystem::remove(bad + ".lock");
+}
+
+TEST_CASE("gemm: several host threads and streams at once, online mode", "[gemm][threads]") {
+  tuner_scope keep;
+  cufuse::tuning::set_file("");
+  cufuse::tuning::set_mode(cufuse::tune_mode::online);
+  constexpr int threads = 4, calls = 60;
+  const long long m = 150, n = 90, k = 260;
+  // Integer data: every variant's fp32 result is exact, so each call can be checked exactly.
+  std::vector<float> ha(m * k), hb(k * n);
+  std::mt19937 rng(Catch::rngSeed() + 1);
+  std::uniform_int_distribution<int> d(-3, 3);
+  for (float& x : ha) {
+    x = float(d(rng));
+  }
+  for (float& x : hb) {
+    x = float(d(rng));
+  }
+  std::vector<double> ref(m * n, 0.0);
+  for (long long i = 0; i < m; ++i) {
+    for (long long kk = 0; kk < k; ++kk) {
+      for (long long j = 0; j < n; ++j) {
+        ref[i * n + j] += double(ha[i * k + kk]) * hb[kk * n + j];
+      }
+    }
+  }
+  std::atomic<long long> wrong{0}, errors{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        cudaStream_t s;
+        CUFUSE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        {
+          cufuse::stream_guard g(s);
+          cufuse::tensor<float, 2> a({m, k}), b({k, n}), c({m, n});
+          a.upload(ha);
+          b.upload(hb);
+          for (int i = 0; i < calls; ++i) {
+            c.fill(std::nanf(""));
+            // Every thread drives the same key: one bandit, timed from four streams.
+            cufuse::gemm(a, b, c, 1.0f, 0.0f, s);
+            const auto out = c.download();
+            for (long long e = 0; e < m * n; ++e) {
+              wrong += out[e] != float(ref[e]) ? 1 : 0;
+            }
+          }
+        }
+        CUFUSE_CUDA_CHECK(cudaStreamDestroy(s));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "thread %d: %s\n", t, e.what());
+        ++errors;
+      }
+    });
+  }
+  for (auto& th : pool) {
+    th.join();
+  }
+  CHECK(errors == 0);
+  CHECK(wrong == 0);
+}

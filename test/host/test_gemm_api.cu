@@ -1,0 +1,51 @@
+// GEMM API checks that need no GPU: shape errors name every shape, a transposed C or mixed
+// batches are refused, M or N = 0 is a no-op, an unknown variant name is refused. All of these
+// happen before any CUDA call, so they run in CI.
+#include <cufuse/gemm.cuh>
+
+#include <catch2/catch.hpp>
+
+namespace {
+// Stand-in device addresses: never dereferenced by these checks.
+const float* fake = reinterpret_cast<const float*>(std::uintptr_t(1) << 20);
+float* fake_out = reinterpret_cast<float*>(std::uintptr_t(1) << 21);
+
+cufuse::matrix_ref<const float> in(long long r, long long c) { return {fake, r, c, c}; }
+cufuse::matrix_ref<float> out(long long r, long long c) { return {fake_out, r, c, c}; }
+} // namespace
+
+TEST_CASE("gemm: a shape mismatch throws shape_error naming every shape", "[gemm_api]") {
+  CHECK_THROWS_MATCHES(cufuse::gemm(in(4, 5), in(6, 7), out(4, 7)), cufuse::shape_error,
+                       Catch::Message("cufuse::gemm: shapes do not match: op(A) [4 x 5] is 4 x 5, "
+                                      "op(B) [6 x 7] is 6 x 7, C is [4 x 7] (need C = m x n with "
+                                      "op(A) m x k, op(B) k x n)"));
+  CHECK_THROWS_WITH(cufuse::gemm(cufuse::transpose(in(5, 4)), in(5, 7), out(7, 4)),
+                    Catch::Contains("op(A) [5 x 4]^T is 4 x 5") && Catch::Contains("C is [7 x 4]"));
+  CHECK_THROWS_AS(cufuse::gemm(in(3, 5), cufuse::transpose(in(5, 8)), out(3, 8)),
+                  cufuse::shape_error); // op(B) is 8 x 5
+}
+
+TEST_CASE("gemm: misuse is refused before touching the device", "[gemm_api]") {
+  CHECK_THROWS_WITH(cufuse::gemm(in(4, 5), in(5, 6), cufuse::transpose(out(6, 4))),
+                    Catch::Contains("C cannot be transposed"));
+  auto ba = cufuse::matrix_ref<const float>{fake, 4, 5, 5, false, 3, 20};
+  auto bb = cufuse::matrix_ref<const float>{fake, 5, 6, 6, false, 2, 30};
+  auto bc = cufuse::matrix_ref<float>{fake_out, 4, 6, 6, false, 3, 24};
+  CHECK_THROWS_WITH(cufuse::gemm_batched(ba, bb, bc), Catch::Contains("batch counts differ"));
+  CHECK_THROWS_WITH(cufuse::gemm(ba, in(5, 6), out(4, 6)),
+                    Catch::Contains("use cufuse::gemm_batched"));
+  CHECK_THROWS_AS(cufuse::matrix(fake, 4, 5, 3), cufuse::shape_error); // ld < cols
+  CHECK_THROWS_AS(cufuse::matrix(fake, -1, 5, 5), cufuse::shape_error);
+  CHECK_THROWS_AS(cufuse::batched_matrix(fake, 2, 4, 5, 5, 10), cufuse::shape_error); // overlap
+  CHECK_THROWS_AS(cufuse::matrix(static_cast<const float*>(nullptr), 2, 2, 2), cufuse::error);
+  cufuse::gemm_options o;
+  o.variant = "no_such_variant";
+  CHECK_THROWS_WITH(cufuse::gemm(in(4, 5), in(5, 6), out(4, 6), 1.0f, 0.0f, nullptr, o),
+                    Catch::Contains("no variant named 'no_such_variant'"));
+}
+
+TEST_CASE("gemm: M or N = 0 does nothing (no launch, no device needed)", "[gemm_api]") {
+  CHECK_NOTHROW(cufuse::gemm(in(0, 5), in(5, 6), out(0, 6)));
+  CHECK_NOTHROW(cufuse::gemm(in(4, 5), in(5, 0), out(4, 0)));
+  CHECK_NOTHROW(cufuse::gemm(in(0, 0), in(0, 0), out(0, 0)));
+}
