@@ -356,6 +356,7 @@ struct key_state {
   };
   std::vector<sample> in_flight;
   std::vector<cudaEvent_t> spare;
+  std::vector<char> warmed; // per arm: its first call ran untimed (clocks, caches, first launch)
 
   ~key_state() {
     for (const sample& s : in_flight) {
@@ -562,6 +563,13 @@ void online_step(key_state& ks, const problem& p, const device_state& d, cudaStr
     ++pending[s.arm];
   }
   const int arm = b.next_arm(pending);
+  if (!ks.warmed[arm]) {
+    // An arm's first run is not a measurement: the first launch of a kernel and a change of
+    // working set make it slower than its steady state, which would bias a one-sample start.
+    ks.warmed[arm] = 1;
+    launch(ks.arms[arm], p, d, stream);
+    return;
+  }
   key_state::sample s{arm, ks.take_event(), ks.take_event()};
   CUFUSE_CUDA_CHECK(cudaEventRecord(s.start, stream));
   launch(ks.arms[arm], p, d, stream);
@@ -623,6 +631,7 @@ void run(const problem& p, cudaStream_t stream, const gemm_options& options) {
       ks->chosen.store(vi, std::memory_order_release);
     } else {
       ks->arms = valid;
+      ks->warmed.assign(valid.size(), 0);
       ks->bandit = std::make_unique<tune::ucb_bandit>(
           static_cast<int>(valid.size()), tune::gemm_bandit_config(static_cast<int>(valid.size())));
     }

@@ -391,6 +391,19 @@ CUFUSE_DEVICE_FN void mma_load_tile(typename Cfg::element* s, const typename Cfg
   constexpr int rows = KContig ? MN : Cfg::BK;
   constexpr int per_row = row_len / E;
   constexpr int total = rows * per_row;
+  constexpr bool tf32_mn = Cfg::tf32 && !KContig;
+  const bool full = mn0 + MN <= mn_end && k0 + Cfg::BK <= k_end;
+  if (full) { // interior tile: no bounds checks
+    CUFUSE_UNROLL
+    for (int v = tid; v < total; v += Cfg::threads) {
+      const int r = v / per_row;
+      const int c = (v % per_row) * E;
+      const std::int64_t off = KContig ? std::int64_t(mn0 + r) * ld + (k0 + c)
+                                       : std::int64_t(k0 + r) * ld + (mn0 + c);
+      cp_async16(s + swz<row_len, E, tf32_mn>(r, c), g + off, 16);
+    }
+    return;
+  }
   CUFUSE_UNROLL
   for (int v = tid; v < total; v += Cfg::threads) {
     const int r = v / per_row;
@@ -402,7 +415,6 @@ CUFUSE_DEVICE_FN void mma_load_tile(typename Cfg::element* s, const typename Cfg
     const int valid = row_ok ? max(0, min(E, left)) : 0;
     const T* src =
         valid > 0 ? g + (KContig ? std::int64_t(mn) * ld + k : std::int64_t(k) * ld + mn) : g;
-    constexpr bool tf32_mn = Cfg::tf32 && !KContig;
     cp_async16(s + swz<row_len, E, tf32_mn>(r, c), src, valid * int(sizeof(T)));
   }
 }
@@ -559,29 +571,47 @@ __global__ void __launch_bounds__(Cfg::threads) mma_gemm_kernel(gemm_args p) {
     }
     cp_async_commit();
   }
+  // Warp fragments are double-buffered: step ks + 1 is read from shared memory before the
+  // MMAs of step ks are issued, so ldmatrix latency hides behind tensor-core work. The last
+  // step of a tile first waits for the next stage and synchronizes, then reads its step 0.
+  constexpr int KS = BK / Cfg::MMA_K;
+  static_assert(KS % 2 == 0, "cufuse: BK must hold an even number of MMA k-steps");
+  unsigned fa[2][Cfg::MI][4];
+  unsigned fb[2][Cfg::NI][2];
+  cp_async_wait<S - 2>();
+  __syncthreads();
+  if (tiles > 0) {
+    mma_fragments<Cfg, TA, TB>(sa, sb, 0, wm, wn, lane, fa[0], fb[0]);
+  }
   for (int t = 0; t < tiles; ++t) {
-    cp_async_wait<S - 2>();
-    __syncthreads();
-    // The stage refilled here was consumed in iteration t - 1, which every warp has finished.
-    if (t + S - 1 < tiles) {
-      load_stage(t + S - 1);
-    }
-    cp_async_commit();
     const T* ca = sa + (t % S) * BM * BK;
     const T* cb = sb + (t % S) * BN * BK;
     CUFUSE_UNROLL
-    for (int ks = 0; ks < BK / Cfg::MMA_K; ++ks) {
-      unsigned fa[Cfg::MI][4];
-      unsigned fb[Cfg::NI][2];
-      mma_fragments<Cfg, TA, TB>(ca, cb, ks, wm, wn, lane, fa, fb);
+    for (int ks = 0; ks < KS; ++ks) {
+      if (ks == 0) {
+        // The stage refilled here was last read before the previous tile's final barrier.
+        if (t + S - 1 < tiles) {
+          load_stage(t + S - 1);
+        }
+        cp_async_commit();
+      }
+      if (ks + 1 < KS) {
+        mma_fragments<Cfg, TA, TB>(ca, cb, ks + 1, wm, wn, lane, fa[(ks + 1) & 1], fb[(ks + 1) & 1]);
+      } else {
+        cp_async_wait<S - 2>();
+        __syncthreads();
+        const int nx = (t + 1) % S;
+        mma_fragments<Cfg, TA, TB>(sa + nx * BM * BK, sb + nx * BN * BK, 0, wm, wn, lane,
+                                   fa[(ks + 1) & 1], fb[(ks + 1) & 1]);
+      }
       CUFUSE_UNROLL
       for (int i = 0; i < Cfg::MI; ++i) {
         CUFUSE_UNROLL
         for (int j = 0; j < Cfg::NI; ++j) {
           if constexpr (Cfg::tf32) {
-            mma_1688_tf32(acc[i][j], fa[i], fb[j]);
+            mma_1688_tf32(acc[i][j], fa[ks & 1][i], fb[ks & 1][j]);
           } else {
-            mma_16816<T>(acc[i][j], fa[i], fb[j]);
+            mma_16816<T>(acc[i][j], fa[ks & 1][i], fb[ks & 1][j]);
           }
         }
       }
