@@ -162,6 +162,9 @@ bool can_run(int vi, const problem& p, const device_state& d, std::string* why =
               " code, which this library build has not for this device (compute capability " +
               std::to_string(d.cc) + ")");
   }
+  if (((v.layouts >> (2 * int(p.a.trans) + int(p.b.trans))) & 1) == 0) {
+    return no("it takes only A as M x K and B as its transpose (N x K), both contiguous along K");
+  }
   if (ab_align_class(p) < v.align) {
     return no("it needs " + std::to_string(v.align * dtype_size(p.ab)) +
               "-byte aligned A/B pointers, leading dimensions and batch strides");

@@ -1,9 +1,17 @@
-/// \file sm_90a (Hopper wgmma + TMA) variants. Not written yet: the set is empty, so the tuner
-/// never offers one (README "Status" and the closing note say so).
+/// \file sm_90a variants (wgmma, Hopper). This file is compiled for
+/// -gencode arch=compute_90a,code=sm_90a only (src/CMakeLists.txt); on other devices the
+/// kernels have no image, prepare() reports that, and the tuner never offers them.
 #include "registry.hpp"
+
+#include <cufuse/gemm/variants.cuh>
 
 namespace cufuse::gemm_detail {
 
-std::vector<variant> wgmma_set() { return {}; }
+std::vector<variant> wgmma_set() {
+  auto v = instantiate<linear_combination>(wgmma16_variants<__half>{});
+  auto w = instantiate<linear_combination>(wgmma16_variants<__nv_bfloat16>{});
+  v.insert(v.end(), w.begin(), w.end());
+  return v;
+}
 
 } // namespace cufuse::gemm_detail

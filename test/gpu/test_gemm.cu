@@ -184,6 +184,15 @@ TEST_CASE("gemm: 4096^3, every variant, sampled double reference and full cuBLAS
       check_gemm<T, TC>(d, l, {1.0f, 0.0f}, data_kind::small_integers, o, rng, 1, true);
     }
   };
+  // The sm_90a wgmma variants take layout NT only (B given as N x K).
+  for (const auto& v : variants_for<__nv_bfloat16, __nv_bfloat16>(d, {false, true, 0}, {})) {
+    if (v.find("wgmma") != std::string::npos) {
+      cufuse::gemm_options o;
+      o.variant = v;
+      check_gemm<__nv_bfloat16, __nv_bfloat16>(d, {false, true, 0}, {1.0f, 0.0f},
+                                               data_kind::small_integers, o, rng, 1, true);
+    }
+  }
   all(float{}, float{}, {});
   cufuse::gemm_options t;
   t.math = cufuse::gemm_math::tf32;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "kernels.cuh"
+#include "kernels_sm90.cuh"
 
 #include <cuda_runtime.h>
 
@@ -29,6 +30,7 @@ struct variant {
   int min_arch = 70;     // compute capability x 10 its kernels need (90 = sm_90a)
   int align = 1;         // elements: A/B pointers, leading dimensions and batch strides
   int splits = 1;        // split-K factor (1: none)
+  int layouts = 0xF;     // bit (2 * trans_a + trans_b): the transposes it accepts
   int bm = 0, bn = 0, bk = 0, threads = 0, smem = 0;
   /// Launches the kernel for the given transposes.
   void (*launch)(const gemm_args&, bool ta, bool tb, dim3 grid, cudaStream_t) = nullptr;
@@ -76,6 +78,12 @@ using mma_tf32_variants =
                  mma_config<float, 64, 64, 32, 2, 2, 4>, mma_config<float, 64, 64, 32, 2, 2, 4, 4>,
                  mma_config<float, 64, 64, 32, 2, 2, 4, 16>>;
 
+/// sm_90a: compiled only into src/gemm/variants_wgmma.cu, for -gencode arch=compute_90a.
+template <class T>
+using wgmma16_variants =
+    variant_list<wgmma_config<T, 2, 128, 4>, wgmma_config<T, 2, 256, 3>, wgmma_config<T, 1, 128, 4>,
+                 wgmma_config<T, 1, 256, 4>>;
+
 // ---- instantiation -----------------------------------------------------------------------
 
 template <class T>
@@ -94,6 +102,11 @@ struct is_simt : std::false_type {};
 template <class T, int A, int B, int C, int D, int E, int F, int G>
 struct is_simt<simt_config<T, A, B, C, D, E, F, G>> : std::true_type {};
 
+template <class>
+struct is_wgmma : std::false_type {};
+template <class T, int A, int B, int C, int D>
+struct is_wgmma<wgmma_config<T, A, B, C, D>> : std::true_type {};
+
 template <class Cfg>
 std::string variant_name() {
   using T = typename Cfg::element;
@@ -103,6 +116,9 @@ std::string variant_name() {
   if constexpr (is_simt<Cfg>::value) {
     s = std::string("sm70_") + dtype_name(dtype_of<T>()) + "_simt_" + tile + "_t" +
         std::to_string(Cfg::TM) + "x" + std::to_string(Cfg::TN) + "_v" + std::to_string(Cfg::Vec);
+  } else if constexpr (is_wgmma<Cfg>::value) {
+    s = std::string("sm90a_") + dtype_name(dtype_of<T>()) + "_wgmma_" + tile + "_wg" +
+        std::to_string(Cfg::WG) + "_s" + std::to_string(Cfg::stages) + "_nt";
   } else {
     s = std::string("sm80_") + (Cfg::tf32 ? "tf32" : dtype_name(dtype_of<T>())) + "_mma_" + tile +
         "_w" + std::to_string(Cfg::WM) + "x" + std::to_string(Cfg::WN) + "_s" +
@@ -118,6 +134,8 @@ template <class Cfg, bool TA, bool TB, class Epi>
 constexpr auto kernel_of() {
   if constexpr (is_simt<Cfg>::value) {
     return &simt_gemm_kernel<Cfg, TA, TB, Epi>;
+  } else if constexpr (is_wgmma<Cfg>::value) {
+    return &wgmma_gemm_kernel<Cfg, false, true, Epi>; // its only layout
   } else {
     return &mma_gemm_kernel<Cfg, TA, TB, Epi>;
   }
@@ -176,6 +194,11 @@ variant make_variant() {
     v.fam = family::simt;
     v.min_arch = 70;
     v.align = Cfg::Vec;
+  } else if constexpr (is_wgmma<Cfg>::value) {
+    v.fam = family::wgmma;
+    v.min_arch = 90;
+    v.align = Cfg::chunk;
+    v.layouts = 1 << 1; // A not transposed, B transposed
   } else {
     v.fam = family::mma;
     v.tf32 = Cfg::tf32;
