@@ -112,20 +112,24 @@ __global__ void __launch_bounds__(Cfg::threads) wgmma_gemm_kernel(gemm_args p) {
     mma_load_tile<Cfg, BM, true>(sa + st * BM * BK, a, p.lda, w.m0, k0, p.m, w.k_end, tid);
     mma_load_tile<Cfg, BN, true>(sb + st * BN * BK, b, p.ldb, w.n0, k0, p.n, w.k_end, tid);
   };
+  // Pipeline: loads run S - 2 tiles ahead; one tile's wgmma group stays in flight while the
+  // next is issued (wait_group 1), so a stage is refilled only after every warpgroup's MMAs on
+  // it completed, which the barrier at the top of the iteration guarantees.
+  static_assert(S >= 3, "cufuse: wgmma pipeline needs at least 3 stages");
   CUFUSE_UNROLL
-  for (int s = 0; s < S - 1; ++s) {
+  for (int s = 0; s < S - 2; ++s) {
     if (s < tiles) {
       load_stage(s);
     }
     cp_async_commit();
   }
   for (int t = 0; t < tiles; ++t) {
-    cp_async_wait<S - 2>();
+    cp_async_wait<S - 3>();
     // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
-    if (t + S - 1 < tiles) {
-      load_stage(t + S - 1); // that stage's wgmma finished (wait_group 0) before the barrier
+    if (t + S - 2 < tiles) {
+      load_stage(t + S - 2); // the stage of tile t - 2, whose MMAs all completed
     }
     cp_async_commit();
     const unsigned a_addr = smem_addr(sa + (t % S) * BM * BK + wg * 64 * BK);
@@ -136,8 +140,9 @@ __global__ void __launch_bounds__(Cfg::threads) wgmma_gemm_kernel(gemm_args p) {
       wgmma_m64k16<BN, T>(acc, wgmma_desc(a_addr + ks * 32), wgmma_desc(b_addr + ks * 32));
     }
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
   }
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
   cp_async_wait<0>();
 
   const int lane = tid & 31, warp = (tid % 128) / 32;
