@@ -18,10 +18,14 @@ int main() {
   a.fill(1.0f);
   b.fill(1.0f);
   auto per_call = [&](auto&& f) {
-    for (int i = 0; i < 100; ++i) f();
+    for (int i = 0; i < 100; ++i) {
+      f();
+    }
     CUFUSE_CUDA_CHECK(cudaDeviceSynchronize());
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) f();
+    for (int i = 0; i < calls; ++i) {
+      f();
+    }
     const auto t1 = std::chrono::steady_clock::now();
     CUFUSE_CUDA_CHECK(cudaDeviceSynchronize());
     return std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;

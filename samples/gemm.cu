@@ -18,9 +18,15 @@ int main() {
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<__nv_bfloat16> ha(m * k), hb(k * n), hbt(n * k);
-  for (auto& x : ha) x = __float2bfloat16(u(rng));
-  for (auto& x : hb) x = __float2bfloat16(u(rng));
-  for (auto& x : hbt) x = __float2bfloat16(u(rng));
+  for (auto& x : ha) {
+    x = __float2bfloat16(u(rng));
+  }
+  for (auto& x : hb) {
+    x = __float2bfloat16(u(rng));
+  }
+  for (auto& x : hbt) {
+    x = __float2bfloat16(u(rng));
+  }
 
   cufuse::tensor<__nv_bfloat16, 2> A({m, k}), B({k, n}), Bt({n, k});
   cufuse::tensor<float, 2> C({m, n});
@@ -29,8 +35,8 @@ int main() {
   Bt.upload(hbt);
   C.fill(1.0f);
 
-  cufuse::gemm(A, B, C);                                   // C = A B (C's old values unused)
-  cufuse::gemm(A, cufuse::transpose(Bt), C, 0.5f, 1.0f);   // C += 0.5 A Bt^T
+  cufuse::gemm(A, B, C);                                 // C = A B (C's old values unused)
+  cufuse::gemm(A, cufuse::transpose(Bt), C, 0.5f, 1.0f); // C += 0.5 A Bt^T
   const std::vector<float> c = C.download();
 
   double worst = 0;
@@ -40,9 +46,11 @@ int main() {
     double ref = 0, mag = 0;
     for (long long l = 0; l < k; ++l) {
       const double a = __bfloat162float(ha[i * k + l]);
-      const double p = a * __bfloat162float(hb[l * n + j]) + 0.5 * a * __bfloat162float(hbt[j * k + l]);
+      const double p =
+          a * __bfloat162float(hb[l * n + j]) + 0.5 * a * __bfloat162float(hbt[j * k + l]);
       ref += p;
-      mag += std::fabs(a) * (std::fabs(__bfloat162float(hb[l * n + j])) + std::fabs(__bfloat162float(hbt[j * k + l])));
+      mag += std::fabs(a) * (std::fabs(__bfloat162float(hb[l * n + j])) +
+                             std::fabs(__bfloat162float(hbt[j * k + l])));
     }
     worst = std::max(worst, std::fabs(c[i * n + j] - ref) / (mag * 2.0 * k * 0x1p-24 + 1e-30));
   }

@@ -398,8 +398,8 @@ CUFUSE_DEVICE_FN void mma_load_tile(typename Cfg::element* s, const typename Cfg
     for (int v = tid; v < total; v += Cfg::threads) {
       const int r = v / per_row;
       const int c = (v % per_row) * E;
-      const std::int64_t off = KContig ? std::int64_t(mn0 + r) * ld + (k0 + c)
-                                       : std::int64_t(k0 + r) * ld + (mn0 + c);
+      const std::int64_t off =
+          KContig ? std::int64_t(mn0 + r) * ld + (k0 + c) : std::int64_t(k0 + r) * ld + (mn0 + c);
       cp_async16(s + swz<row_len, E, tf32_mn>(r, c), g + off, 16);
     }
     return;
@@ -596,7 +596,8 @@ __global__ void __launch_bounds__(Cfg::threads) mma_gemm_kernel(gemm_args p) {
         cp_async_commit();
       }
       if (ks + 1 < KS) {
-        mma_fragments<Cfg, TA, TB>(ca, cb, ks + 1, wm, wn, lane, fa[(ks + 1) & 1], fb[(ks + 1) & 1]);
+        mma_fragments<Cfg, TA, TB>(ca, cb, ks + 1, wm, wn, lane, fa[(ks + 1) & 1],
+                                   fb[(ks + 1) & 1]);
       } else {
         cp_async_wait<S - 2>();
         __syncthreads();

@@ -47,9 +47,9 @@ struct variant_list {};
 using simt_variants = variant_list<
     // FP32, 16-byte loads
     simt_config<float, 128, 128, 8, 2, 2, 4>, simt_config<float, 128, 128, 16, 2, 2, 4>,
-    simt_config<float, 128, 64, 8, 2, 2, 4>,
-    simt_config<float, 64, 128, 8, 2, 2, 4>, simt_config<float, 64, 64, 16, 1, 1, 4>,
-    simt_config<float, 32, 64, 16, 1, 1, 4>, simt_config<float, 16, 128, 32, 1, 1, 4>,
+    simt_config<float, 128, 64, 8, 2, 2, 4>, simt_config<float, 64, 128, 8, 2, 2, 4>,
+    simt_config<float, 64, 64, 16, 1, 1, 4>, simt_config<float, 32, 64, 16, 1, 1, 4>,
+    simt_config<float, 16, 128, 32, 1, 1, 4>,
     // FP32, any alignment
     simt_config<float, 128, 128, 8, 2, 2, 1>, simt_config<float, 64, 64, 16, 1, 1, 1>,
     // FP32 split-K (small M*N, large K)
@@ -61,12 +61,12 @@ using simt_variants = variant_list<
     simt_config<__nv_bfloat16, 128, 128, 8, 2, 2, 1>>;
 
 template <class T>
-using mma16_variants = variant_list<
-    mma_config<T, 128, 128, 32, 2, 2, 4>, mma_config<T, 128, 128, 64, 2, 2, 3>,
-    mma_config<T, 128, 256, 64, 2, 4, 3>, mma_config<T, 256, 128, 64, 4, 2, 3>,
-    mma_config<T, 128, 64, 64, 2, 2, 4>, mma_config<T, 64, 128, 64, 2, 2, 4>,
-    mma_config<T, 64, 64, 64, 2, 2, 4>, mma_config<T, 64, 64, 32, 2, 2, 4>,
-    mma_config<T, 64, 64, 32, 2, 2, 4, 4>, mma_config<T, 64, 64, 32, 2, 2, 4, 16>>;
+using mma16_variants =
+    variant_list<mma_config<T, 128, 128, 32, 2, 2, 4>, mma_config<T, 128, 128, 64, 2, 2, 3>,
+                 mma_config<T, 128, 256, 64, 2, 4, 3>, mma_config<T, 256, 128, 64, 4, 2, 3>,
+                 mma_config<T, 128, 64, 64, 2, 2, 4>, mma_config<T, 64, 128, 64, 2, 2, 4>,
+                 mma_config<T, 64, 64, 64, 2, 2, 4>, mma_config<T, 64, 64, 32, 2, 2, 4>,
+                 mma_config<T, 64, 64, 32, 2, 2, 4, 4>, mma_config<T, 64, 64, 32, 2, 2, 4, 16>>;
 
 using mma_f16_variants = mma16_variants<__half>;
 using mma_bf16_variants = mma16_variants<__nv_bfloat16>;
@@ -80,9 +80,8 @@ using mma_tf32_variants =
 
 /// sm_90a: compiled only into src/gemm/variants_wgmma.cu, for -gencode arch=compute_90a.
 template <class T>
-using wgmma16_variants =
-    variant_list<wgmma_config<T, 2, 128, 4>, wgmma_config<T, 2, 256, 3>, wgmma_config<T, 1, 128, 4>,
-                 wgmma_config<T, 1, 256, 4>>;
+using wgmma16_variants = variant_list<wgmma_config<T, 2, 128, 4>, wgmma_config<T, 2, 256, 3>,
+                                      wgmma_config<T, 1, 128, 4>, wgmma_config<T, 1, 256, 4>>;
 
 // ---- instantiation -----------------------------------------------------------------------
 
