@@ -98,6 +98,10 @@ void online_within_5pct(long long m, long long n, long long k, cufuse::gemm_opti
   device_problem<T, TC> p(m, n, k);
   const auto arms = cufuse::gemm_variants(p.a, p.b, p.c, o);
   REQUIRE(arms.size() > 1);
+  // Online mode explores first: after one call nothing is committed yet.
+  cufuse::gemm(p.a, p.b, p.c, 1.0f, 0.0f, cufuse::current_stream(), o);
+  CUFUSE_CUDA_CHECK(cudaStreamSynchronize(cufuse::current_stream()));
+  CHECK_FALSE(cufuse::gemm_chosen_variant(p.a, p.b, p.c, o).has_value());
   const std::string chosen = tune_online(p, o, 3 * int(arms.size()) + 64);
   REQUIRE(!chosen.empty());
   double best = 1e30;
