@@ -345,6 +345,33 @@ std::string family_of(const problem& p) {
          std::to_string(p.batch) + (p.beta == 0.0f ? ".ab" : ".abc");
 }
 
+/// The in-memory tuning key: every field of family_of() plus the device, the mode and the
+/// shape, as plain values, so that a steady-state call hashes a few integers and allocates
+/// nothing (family_of() builds the database's text key only when a key is first seen).
+struct run_key {
+  int ordinal;
+  std::uint8_t mode, ab, out, math, ta, tb, a_align, c_align, beta0;
+  std::int64_t batch, m, n, k;
+  bool operator==(const run_key&) const = default;
+};
+
+struct run_key_hash {
+  std::size_t operator()(const run_key& k) const noexcept {
+    std::uint64_t h = 1469598103934665603ull; // FNV-1a over the fields
+    auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    mix(std::uint64_t(k.ordinal));
+    mix(k.mode | k.ab << 8 | k.out << 16 | k.math << 24 | std::uint64_t(k.ta) << 32 |
+        std::uint64_t(k.tb) << 40 | std::uint64_t(k.a_align) << 48 |
+        std::uint64_t(k.c_align) << 56);
+    mix(k.beta0);
+    mix(std::uint64_t(k.batch));
+    mix(std::uint64_t(k.m));
+    mix(std::uint64_t(k.n));
+    mix(std::uint64_t(k.k));
+    return static_cast<std::size_t>(h);
+  }
+};
+
 constexpr int max_in_flight = 8;
 
 struct key_state {
@@ -440,7 +467,7 @@ public:
     return ok;
   }
 
-  std::shared_ptr<key_state> state(const std::string& key) {
+  std::shared_ptr<key_state> state(const run_key& key) {
     {
       std::shared_lock<std::shared_mutex> g(keys_mu_);
       const auto it = keys_.find(key);
@@ -456,7 +483,7 @@ public:
     return slot;
   }
 
-  std::shared_ptr<key_state> find(const std::string& key) {
+  std::shared_ptr<key_state> find(const run_key& key) {
     std::shared_lock<std::shared_mutex> g(keys_mu_);
     const auto it = keys_.find(key);
     return it == keys_.end() ? nullptr : it->second;
@@ -470,15 +497,27 @@ private:
   }
   std::atomic<tune_mode> mode_;
   std::shared_mutex keys_mu_;
-  std::unordered_map<std::string, std::shared_ptr<key_state>> keys_;
+  std::unordered_map<run_key, std::shared_ptr<key_state>, run_key_hash> keys_;
   std::mutex db_mu_;
   std::string file_;
   std::map<int, std::unique_ptr<tune::tuning_database>> dbs_;
 };
 
-std::string key_string(const device_state& d, const problem& p, tune_mode mode) {
-  return std::to_string(d.ordinal) + "|" + std::to_string(int(mode)) + "|" + family_of(p) + "|" +
-         std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k);
+run_key key_of(const device_state& d, const problem& p, tune_mode mode) {
+  return {d.ordinal,
+          std::uint8_t(mode),
+          std::uint8_t(p.ab),
+          std::uint8_t(p.out),
+          std::uint8_t(p.ab == dtype::f32 ? p.math : gemm_math::fp32),
+          std::uint8_t(p.a.trans),
+          std::uint8_t(p.b.trans),
+          std::uint8_t(ab_align_class(p)),
+          std::uint8_t(c_align_class(p)),
+          std::uint8_t(p.beta == 0.0f),
+          p.batch,
+          p.m,
+          p.n,
+          p.k};
 }
 
 tune::tuning_key db_key(const problem& p) { return {family_of(p), p.m, p.n, p.k}; }
@@ -611,7 +650,7 @@ void run(const problem& p, cudaStream_t stream, const gemm_options& options) {
   }
   tuner& t = tuner::get();
   const tune_mode mode = t.mode();
-  const std::shared_ptr<key_state> ks = t.state(key_string(d, p, mode));
+  const std::shared_ptr<key_state> ks = t.state(key_of(d, p, mode));
   const int chosen = ks->chosen.load(std::memory_order_acquire);
   if (chosen >= 0) {
     launch(chosen, p, d, stream); // steady state: no lock, no timing
@@ -662,7 +701,7 @@ std::vector<std::string> valid_variants(const problem& p, const gemm_options&) {
 std::optional<std::string> chosen_variant(const problem& p, const gemm_options&) {
   const device_state& d = device_state_for(current_device());
   tuner& t = tuner::get();
-  const auto ks = t.find(key_string(d, p, t.mode()));
+  const auto ks = t.find(key_of(d, p, t.mode()));
   if (!ks) {
     return std::nullopt;
   }
