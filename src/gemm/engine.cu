@@ -163,7 +163,7 @@ bool can_run(int vi, const problem& p, const device_state& d, std::string* why =
               std::to_string(d.cc) + ")");
   }
   if (((v.layouts >> (2 * int(p.a.trans) + int(p.b.trans))) & 1) == 0) {
-    return no("it takes only A as M x K and B as its transpose (N x K), both contiguous along K");
+    return no("it does not take this combination of transposes");
   }
   if (ab_align_class(p) < v.align) {
     return no("it needs " + std::to_string(v.align * dtype_size(p.ab)) +
@@ -183,6 +183,18 @@ bool can_run(int vi, const problem& p, const device_state& d, std::string* why =
     }
     if (p.m * p.n * p.batch * splits * 4 > max_workspace_bytes) {
       return no("its split-K workspace would exceed 1 GiB");
+    }
+  }
+  if (v.fam == family::wgmma && double(tiles) * double(p.batch) > INT_MAX) {
+    return no("its persistent blocks count batch x tiles in 32 bits");
+  }
+  if (v.fam == family::wgmma && p.batch > 1) {
+    // TMA walks batches as a third tensor dimension: each batch must start past the previous
+    // one's last row (or every batch shares one matrix, stride 0).
+    for (const operand* o : {&p.a, &p.b}) {
+      if (o->batch_stride != 0 && o->batch_stride < o->rows * o->ld) {
+        return no("its TMA loads need batch strides of at least rows x leading dimension");
+      }
     }
   }
   (void)chunk;
@@ -254,6 +266,7 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   args.m = static_cast<int>(p.m);
   args.n = static_cast<int>(p.n);
   args.k = static_cast<int>(p.k);
+  args.batch = static_cast<int>(p.batch);
   args.splits = splits;
   args.k_chunk = chunk;
   const dim3 grid(static_cast<unsigned>(ceil_div(p.m, v.bm) * ceil_div(p.n, v.bn)), 1,
@@ -267,7 +280,8 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   out.beta = p.beta;
   out.out_type = int(p.out);
   if (splits == 1) {
-    v.launch(out, p.a.trans, p.b.trans, grid, stream);
+    CUFUSE_CUDA_CHECK_MSG(v.launch(out, p.a.trans, p.b.trans, grid, d.sms, stream),
+                          "preparing the launch of GEMM variant " + v.name);
     CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "launching GEMM variant " + v.name);
     return;
   }
@@ -285,8 +299,10 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   part.alpha = 1.0f;
   part.beta = 0.0f;
   part.out_type = int(dtype::f32);
-  v.launch(part, p.a.trans, p.b.trans, grid, stream);
-  cudaError_t e = cudaGetLastError();
+  cudaError_t e = v.launch(part, p.a.trans, p.b.trans, grid, d.sms, stream);
+  if (e == cudaSuccess) {
+    e = cudaGetLastError();
+  }
   if (e == cudaSuccess) {
     e = launch_splitk_reduce(static_cast<const float*>(ws), out, static_cast<int>(p.batch), d.sms,
                              stream);

@@ -1,4 +1,5 @@
-/// \file sm_90a variants (wgmma, Hopper). This file is compiled for
+/// \file sm_90a variants (TMA + wgmma, Hopper), FP16 half; the BF16 half is in
+/// variants_wgmma_bf16.cu (two files build in parallel). Compiled for
 /// -gencode arch=compute_90a,code=sm_90a only (src/CMakeLists.txt); on other devices the
 /// kernels have no image, prepare() reports that, and the tuner never offers them.
 #include "registry.hpp"
@@ -7,9 +8,11 @@
 
 namespace cufuse::gemm_detail {
 
+std::vector<variant> wgmma_bf16_set();
+
 std::vector<variant> wgmma_set() {
   auto v = instantiate<linear_combination>(wgmma16_variants<__half>{});
-  auto w = instantiate<linear_combination>(wgmma16_variants<__nv_bfloat16>{});
+  auto w = wgmma_bf16_set();
   v.insert(v.end(), w.begin(), w.end());
   return v;
 }

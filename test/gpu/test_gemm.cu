@@ -146,6 +146,16 @@ TEST_CASE("gemm_batched: strided batches, every layout", "[gemm][api]") {
     const layout l{(tr & 2) != 0, (tr & 1) != 0, 0};
     check_gemm<float, float>({33, 47, 65}, l, {1.0f, 0.5f}, data_kind::integers, {}, rng, 5);
     check_gemm<__nv_bfloat16, float>({128, 64, 96}, l, {1.0f, 0.0f}, data_kind::reals, {}, rng, 3);
+    // The TMA variants walk the batch as a third tensor dimension.
+    for (const auto& v : variants_for<__half, __half>({129, 200, 136}, l, {})) {
+      if (v.find("_wgmma_") != std::string::npos) {
+        INFO(v);
+        cufuse::gemm_options o;
+        o.variant = v;
+        check_gemm<__half, __half>({129, 200, 136}, l, {1.0f, 0.5f}, data_kind::integers, o, rng,
+                                   3);
+      }
+    }
     cufuse::gemm_options split;
     split.variant = "sm80_f16_mma_64x64x32_w2x2_s4_split4";
     check_gemm<__half, __half>({70, 66, 700}, l, {2.0f, 1.0f}, data_kind::reals, split, rng, 4);
@@ -184,12 +194,12 @@ TEST_CASE("gemm: 4096^3, every variant, sampled double reference and full cuBLAS
       check_gemm<T, TC>(d, l, {1.0f, 0.0f}, data_kind::small_integers, o, rng, 1, true);
     }
   };
-  // The sm_90a wgmma variants take layout NT only (B given as N x K).
-  for (const auto& v : variants_for<__nv_bfloat16, __nv_bfloat16>(d, {false, true, 0}, {})) {
-    if (v.find("wgmma") != std::string::npos) {
+  // The sm_90a TMA + wgmma variants: NN (in `all`) reads B N-major; TN reads A M-major too.
+  for (const auto& v : variants_for<__nv_bfloat16, __nv_bfloat16>(d, {true, false, 0}, {})) {
+    if (v.find("_wgmma_") != std::string::npos) {
       cufuse::gemm_options o;
       o.variant = v;
-      check_gemm<__nv_bfloat16, __nv_bfloat16>(d, {false, true, 0}, {1.0f, 0.0f},
+      check_gemm<__nv_bfloat16, __nv_bfloat16>(d, {true, false, 0}, {1.0f, 0.0f},
                                                data_kind::small_integers, o, rng, 1, true);
     }
   }

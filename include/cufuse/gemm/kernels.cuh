@@ -115,19 +115,19 @@ struct block_work {
   bool vec_ok; // C's base and ldc allow `vec`-element vector stores
 };
 
+/// The work of output tile `pid` (of one batch x split plane `z`): groups of 8 tile rows are
+/// walked column by column so that blocks running together share A and B tiles in L2.
 template <int BM, int BN, int AElem, int Vec>
-CUFUSE_DEVICE_FN block_work locate_block(const gemm_args& p) {
+CUFUSE_DEVICE_FN block_work locate_tile(const gemm_args& p, int pid, int z) {
   const int tiles_m = (p.m + BM - 1) / BM;
   const int tiles_n = (p.n + BN - 1) / BN;
   constexpr int group = 8;
-  const int pid = static_cast<int>(blockIdx.x);
   const int width = group * tiles_n;
   const int first_m = (pid / width) * group;
   const int gsize = min(tiles_m - first_m, group);
   const int tm = first_m + (pid % width) % gsize;
   const int tn = (pid % width) / gsize;
 
-  const int z = static_cast<int>(blockIdx.z);
   const int batch = z / p.splits;
   const int split = z - batch * p.splits;
   block_work w;
@@ -142,6 +142,12 @@ CUFUSE_DEVICE_FN block_work locate_block(const gemm_args& p) {
   w.vec_ok = (p.ldc % Vec == 0) &&
              (reinterpret_cast<std::uintptr_t>(w.c) % (std::uintptr_t(Vec) * out_size) == 0);
   return w;
+}
+
+template <int BM, int BN, int AElem, int Vec>
+CUFUSE_DEVICE_FN block_work locate_block(const gemm_args& p) {
+  return locate_tile<BM, BN, AElem, Vec>(p, static_cast<int>(blockIdx.x),
+                                         static_cast<int>(blockIdx.z));
 }
 
 // ---- SIMT (CUDA cores) -----------------------------------------------------------------------

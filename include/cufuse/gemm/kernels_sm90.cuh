@@ -1,46 +1,75 @@
-/// \file Hopper (sm_90a) GEMM kernels: warpgroup MMA (`wgmma.mma_async`) reading both operands
-/// from shared memory through matrix descriptors. Tiles are filled by a multi-stage cp.async
-/// pipeline in the 128-byte-swizzled K-major layout that the descriptors name (16-byte chunk c
-/// of row r stored at c ^ (r % 8), rows of 64 elements, 8-row atoms 1024 bytes apart), so these
-/// variants take A as M x K and B as its transpose (N x K), both contiguous along K (layout NT;
-/// other layouts use the mma.sync variants). Compiled only for sm_90a (src/CMakeLists.txt).
+/// \file Hopper (sm_90a) GEMM kernels: TMA loads into a multi-stage shared-memory ring, driven
+/// by a producer warp, and warpgroup MMAs (`wgmma.mma_async`) issued by one or two consumer
+/// warpgroups that read both operands from shared memory through matrix descriptors.
+///
+/// Data flow per block (warp specialization):
+///   producer (warpgroup 0, one thread): for each K tile, wait until the ring slot is free
+///     (`empty` mbarrier), announce the slot's byte count on its `full` mbarrier, issue the TMA
+///     copies of the A and B tiles (they complete the transaction on `full`).
+///   consumers (warpgroups 1..): wait on `full`, issue the tile's wgmma group, keep one group in
+///     flight, and release the previous tile's slot on `empty` once its MMAs completed.
+///   The epilogue runs in the consumers straight from the accumulators.
+///
+/// Both operands land in the 128-byte-swizzled layout the descriptors name. A K-major operand
+/// (A as M x K, B as N x K) is one TMA box of 64 K-elements x rows; an M/N-major operand (A as
+/// K x M, B as K x N) is rows/64 boxes of 64 M/N-elements x 64 K-rows, and its descriptor sets
+/// the transpose bit, so every layout (NN, NT, TN, TT) runs here. TMA zero-fills whatever lies
+/// outside the matrix, so M, N and K tails need no special path. Compiled only for sm_90a
+/// (src/CMakeLists.txt).
 #pragma once
 
 #include "kernels.cuh"
 
+#include <cuda.h> // CUtensorMap (a plain 128-byte struct; nothing here calls the driver)
+
 namespace cufuse::gemm_detail {
 
-/// wgmma tile: BM = 64 x warpgroups rows, BN (128 or 256) columns, BK = 64, `Stages` stages.
-template <class T, int WG_, int BN_, int Stages_, int Splits_ = 1>
+/// wgmma tile: BM x BN x 64 with `Stages` ring slots; `MinBlocks` blocks share an SM (it
+/// bounds the registers per thread).
+///  - cooperative (PingPong = false): BM = 64 uses one consumer warpgroup; BM = 128 or 256 use
+///    two that split the tile's rows, each owning BM/2 rows as (BM/2)/64 m64 MMAs.
+///  - ping-pong (PingPong = true): two consumer warpgroups each own a whole BM x BN tile and
+///    take the block's tiles in turn; their main loops alternate (named barriers), so one
+///    warpgroup's epilogue runs while the other keeps the tensor cores busy.
+template <class T, int BM_, int BN_, int Stages_, int MinBlocks_ = 1, bool PingPong_ = false>
 struct wgmma_config {
   using element = T;
-  static constexpr int WG = WG_, BM = 64 * WG_, BN = BN_, BK = 64, stages = Stages_;
-  static constexpr int splits = Splits_;
-  static constexpr int threads = 128 * WG;
+  static constexpr int BM = BM_, BN = BN_, BK = 64, stages = Stages_, min_blocks = MinBlocks_;
+  static constexpr bool pingpong = PingPong_;
+  static constexpr int splits = 1;
+  static constexpr int consumers = (BM == 64 && !pingpong) ? 1 : 2;
+  static constexpr int WG = consumers;
+  static constexpr int m_atoms = pingpong ? BM / 64 : BM / consumers / 64; // m64 MMAs per k16
+  static constexpr int threads = 128 * (consumers + 1);
   static constexpr bool tf32 = false;
-  static constexpr int chunk = 8;
-  static constexpr int stage_bytes = (BM + BN) * BK * 2;
-  static constexpr int smem_bytes = stages * stage_bytes + 1024; // + alignment slack
+  static constexpr int chunk = 8; // TMA: 16-byte aligned bases, leading dimensions and strides
+  static constexpr int a_bytes = BM * BK * 2, b_bytes = BN * BK * 2;
+  static constexpr int stage_bytes = a_bytes + b_bytes;
+  static constexpr int smem_bytes = stages * stage_bytes + 1024 + 2 * stages * 8;
+  static_assert(m_atoms * BN <= 256, "cufuse: a wgmma consumer holds at most 128 accumulators");
+  static_assert(BM == 64 || BM == 128 || BM == 256, "cufuse: wgmma tiles are 64, 128 or 256 rows");
   static_assert(BN == 128 || BN == 256, "cufuse: wgmma tiles are 128 or 256 columns wide");
+  static_assert(smem_bytes <= 227 * 1024, "cufuse: wgmma tile ring exceeds 227 KiB of shared memory");
 };
 
-template <int N, class T>
-CUFUSE_DEVICE_FN void wgmma_m64k16(float (&d)[N / 2], std::uint64_t da, std::uint64_t db);
+template <int N, class T, int TransA, int TransB>
+struct wgmma_op;
 
 // One wgmma.mma_async per (N, type): the accumulator operand list is spelled out because
 // inline PTX takes registers one by one. scale-d is a predicate set from an input (always 1:
 // accumulate; the accumulators start at zero).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define CUFUSE_WGMMA_M64N128K16(T, PTX_TYPE)                                                       \
-  template <>                                                                                      \
-  CUFUSE_DEVICE_FN void wgmma_m64k16<128, T>(float(&d)[64], std::uint64_t da, std::uint64_t db) {  \
+  template <int TransA, int TransB>                                                                \
+  struct wgmma_op<128, T, TransA, TransB> {                                                        \
+    CUFUSE_DEVICE_FN static void run(float(&d)[64], std::uint64_t da, std::uint64_t db) {          \
     asm volatile(                                                                                  \
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                               \
         "wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX_TYPE "." PTX_TYPE " "                   \
         "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "   \
         "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "    \
         "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "    \
-        "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"    \
+        "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, %68;\n}\n"    \
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),      \
           "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),  \
           "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),            \
@@ -52,11 +81,13 @@ CUFUSE_DEVICE_FN void wgmma_m64k16(float (&d)[N / 2], std::uint64_t da, std::uin
           "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),            \
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]),            \
           "+f"(d[62]), "+f"(d[63])                                                                 \
-        : "l"(da), "l"(db), "r"(1));                                                               \
-  }
+        : "l"(da), "l"(db), "r"(1), "n"(TransA), "n"(TransB));                                     \
+    }                                                                                              \
+  };
 #define CUFUSE_WGMMA_M64N256K16(T, PTX_TYPE)                                                       \
-  template <>                                                                                      \
-  CUFUSE_DEVICE_FN void wgmma_m64k16<256, T>(float(&d)[128], std::uint64_t da, std::uint64_t db) { \
+  template <int TransA, int TransB>                                                                \
+  struct wgmma_op<256, T, TransA, TransB> {                                                        \
+    CUFUSE_DEVICE_FN static void run(float(&d)[128], std::uint64_t da, std::uint64_t db) {         \
     asm volatile(                                                                                  \
         "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                              \
         "wgmma.mma_async.sync.aligned.m64n256k16.f32." PTX_TYPE "." PTX_TYPE " "                   \
@@ -68,7 +99,7 @@ CUFUSE_DEVICE_FN void wgmma_m64k16(float (&d)[N / 2], std::uint64_t da, std::uin
         "%87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, "      \
         "%103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, "     \
         "%117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, " \
-        "0, 0;\n}\n"                                                                               \
+        "%131, %132;\n}\n"                                                                               \
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),      \
           "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),  \
           "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),            \
@@ -90,8 +121,9 @@ CUFUSE_DEVICE_FN void wgmma_m64k16(float (&d)[N / 2], std::uint64_t da, std::uin
           "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),      \
           "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),      \
           "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])       \
-        : "l"(da), "l"(db), "r"(1));                                                               \
-  }
+        : "l"(da), "l"(db), "r"(1), "n"(TransA), "n"(TransB));                                     \
+    }                                                                                              \
+  };
 CUFUSE_WGMMA_M64N128K16(__half, "f16")
 CUFUSE_WGMMA_M64N128K16(__nv_bfloat16, "bf16")
 CUFUSE_WGMMA_M64N256K16(__half, "f16")
@@ -100,88 +132,214 @@ CUFUSE_WGMMA_M64N256K16(__nv_bfloat16, "bf16")
 #undef CUFUSE_WGMMA_M64N256K16
 #endif
 
-/// Descriptor of a K-major, 128-byte-swizzled operand tile starting at shared address `addr`.
+
+/// Descriptor of a 128-byte-swizzled operand tile at shared address `addr`. K-major: rows of 64
+/// K-elements, 8-row groups 1024 bytes apart. M/N-major: 64-element M/N atoms 8192 bytes apart
+/// (leading byte offset), 8-K-row groups 1024 bytes apart (stride byte offset).
+template <bool MNMajor>
 CUFUSE_DEVICE_FN std::uint64_t wgmma_desc(unsigned addr) {
-  return std::uint64_t((addr & 0x3FFFF) >> 4) | (std::uint64_t(1) << 16) |
+  constexpr std::uint64_t lbo = MNMajor ? 8192 : 16;
+  return std::uint64_t((addr & 0x3FFFF) >> 4) | ((lbo >> 4) << 16) |
          (std::uint64_t(1024 >> 4) << 32) | (std::uint64_t(1) << 62);
 }
 
+// ---- mbarrier and TMA ------------------------------------------------------------------------
+
+CUFUSE_DEVICE_FN void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+CUFUSE_DEVICE_FN void mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+CUFUSE_DEVICE_FN void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+/// Spins until the phase of parity `parity` of the barrier has completed.
+CUFUSE_DEVICE_FN void mbar_wait(unsigned bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile("{\n.reg .pred p;\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (done == 0);
+}
+/// TMA: copies one box at coordinates (c0, c1, c2) of `map` to shared `dst`, completing the
+/// transaction on barrier `bar`.
+CUFUSE_DEVICE_FN void tma_load(unsigned dst, const CUtensorMap* map, unsigned bar, int c0, int c1,
+                               int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+               "l"(reinterpret_cast<std::uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+
+/// C = alpha * op(A) op(B) + beta * C. TA: A is stored K x M (M-major); TB: B is stored N x K
+/// (K-major). `map_a` / `map_b` describe A and B as stored (3-D: inner, outer, batch).
 template <class Cfg, bool TA, bool TB, class Epi>
-__global__ void __launch_bounds__(Cfg::threads) wgmma_gemm_kernel(gemm_args p) {
+__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
+    wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
+                      const __grid_constant__ CUtensorMap map_b, gemm_args p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  static_assert(!TA && TB, "cufuse: wgmma variants take A as M x K and B as N x K");
   using T = typename Cfg::element;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
+  constexpr bool a_mn = TA;  // A stored K x M: M-major tiles
+  constexpr bool b_mn = !TB; // B stored K x N: N-major tiles
   extern __shared__ unsigned char wgmma_smem_raw[];
   // Swizzle atoms must start on 1024-byte boundaries.
   unsigned char* base = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<std::uintptr_t>(wgmma_smem_raw) + 1023) & ~std::uintptr_t(1023));
-  T* sa = reinterpret_cast<T*>(base); // [S][BM][BK]
-  T* sb = sa + S * BM * BK;           // [S][BN][BK]
+  const unsigned ring = smem_addr(base);
+  const unsigned bars = ring + S * Cfg::stage_bytes; // full[S], then empty[S]
+  auto full = [&](int s) { return bars + 8u * unsigned(s); };
+  auto empty = [&](int s) { return bars + 8u * unsigned(S + s); };
+  auto slot_a = [&](int s) { return ring + unsigned(s * Cfg::stage_bytes); };
+  auto slot_b = [&](int s) { return ring + unsigned(s * Cfg::stage_bytes + Cfg::a_bytes); };
 
-  const block_work w = locate_block<BM, BN, int(sizeof(T)), 2>(p);
-  const T* a = reinterpret_cast<const T*>(w.a);
-  const T* b = reinterpret_cast<const T*>(w.b);
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid / 128;
+  const int ktiles = (p.k + BK - 1) / BK;
+  const int tiles = ((p.m + BM - 1) / BM) * ((p.n + BN - 1) / BN);
+  const int work = tiles * p.batch;
 
-  float acc[BN / 2];
-  CUFUSE_UNROLL
-  for (int i = 0; i < BN / 2; ++i) {
-    acc[i] = 0.0f;
-  }
-  const int tiles = w.k_end > w.k_begin ? (w.k_end - w.k_begin + BK - 1) / BK : 0;
-  auto load_stage = [&](int t) {
-    const int st = t % S;
-    const int k0 = w.k_begin + t * BK;
-    mma_load_tile<Cfg, BM, true>(sa + st * BM * BK, a, p.lda, w.m0, k0, p.m, w.k_end, tid);
-    mma_load_tile<Cfg, BN, true>(sb + st * BN * BK, b, p.ldb, w.n0, k0, p.n, w.k_end, tid);
-  };
-  // Pipeline: loads run S - 2 tiles ahead; one tile's wgmma group stays in flight while the
-  // next is issued (wait_group 1), so a stage is refilled only after every warpgroup's MMAs on
-  // it completed, which the barrier at the top of the iteration guarantees.
-  static_assert(S >= 3, "cufuse: wgmma pipeline needs at least 3 stages");
-  CUFUSE_UNROLL
-  for (int s = 0; s < S - 2; ++s) {
-    if (s < tiles) {
-      load_stage(s);
+  if (tid == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(full(s), 1);                   // the producer's expect_tx arrival
+      // One arrival per warp of the warpgroup(s) that consume a slot.
+      mbar_init(empty(s), Cfg::pingpong ? 4 : 4 * Cfg::consumers);
     }
-    cp_async_commit();
-  }
-  for (int t = 0; t < tiles; ++t) {
-    cp_async_wait<S - 3>();
-    // cp.async wrote through the generic proxy; wgmma reads through the async proxy.
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-    if (t + S - 2 < tiles) {
-      load_stage(t + S - 2); // the stage of tile t - 2, whose MMAs all completed
-    }
-    cp_async_commit();
-    const unsigned a_addr = smem_addr(sa + (t % S) * BM * BK + wg * 64 * BK);
-    const unsigned b_addr = smem_addr(sb + (t % S) * BN * BK);
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-    CUFUSE_UNROLL
-    for (int ks = 0; ks < BK / 16; ++ks) {
-      wgmma_m64k16<BN, T>(acc, wgmma_desc(a_addr + ks * 32), wgmma_desc(b_addr + ks * 32));
-    }
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
   }
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-  cp_async_wait<0>();
+  __syncthreads();
 
+  // Persistent: the block walks tiles blockIdx.x, + gridDim.x, ...; ring slot and phase follow
+  // one K-tile counter `it` that runs on across tiles, so the producer fills the next tile's
+  // first slots while the consumers are still in the previous tile's epilogue.
+  if (wg == 0) {
+    // Producer warpgroup: gives registers back to the consumers; one thread issues every copy.
+    if constexpr (Cfg::consumers == 2) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    }
+    if (tid == 0) {
+      int it = 0;
+      for (int tile = static_cast<int>(blockIdx.x); tile < work; tile += gridDim.x) {
+        const int batch = tile / tiles;
+        const block_work w = locate_tile<BM, BN, int(sizeof(T)), 2>(p, tile - batch * tiles, batch);
+        const int ba = p.stride_a != 0 ? batch : 0;
+        const int bb = p.stride_b != 0 ? batch : 0;
+        for (int t = 0; t < ktiles; ++t, ++it) {
+          const int s = it % S;
+          mbar_wait(empty(s), ((it / S) & 1) ^ 1); // first round: passes at once
+          mbar_expect_tx(full(s), Cfg::stage_bytes);
+          const int k0 = t * BK;
+          if constexpr (a_mn) {
+            for (int j = 0; j < BM / 64; ++j) {
+              tma_load(slot_a(s) + j * 8192, &map_a, full(s), w.m0 + 64 * j, k0, ba);
+            }
+          } else {
+            tma_load(slot_a(s), &map_a, full(s), k0, w.m0, ba);
+          }
+          if constexpr (b_mn) {
+            for (int j = 0; j < BN / 64; ++j) {
+              tma_load(slot_b(s) + j * 8192, &map_b, full(s), w.n0 + 64 * j, k0, bb);
+            }
+          } else {
+            tma_load(slot_b(s), &map_b, full(s), k0, w.n0, bb);
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  if constexpr (Cfg::consumers == 2) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+  }
+  constexpr int MA = Cfg::m_atoms;
+  constexpr bool PP = Cfg::pingpong;
+  const int cw = wg - 1;
   const int lane = tid & 31, warp = (tid % 128) / 32;
   const int g = lane >> 2, q = lane & 3;
-  const std::int64_t row = w.m0 + wg * 64 + warp * 16 + g;
-  CUFUSE_UNROLL
-  for (int j = 0; j < BN / 8; ++j) {
-    const int col = w.n0 + j * 8 + 2 * q;
-    const float lo[2] = {acc[j * 4 + 0], acc[j * 4 + 1]};
-    const float hi[2] = {acc[j * 4 + 2], acc[j * 4 + 3]};
-    store_group<2>(p, w.c, row, col, lo, w.vec_ok, Epi{});
-    store_group<2>(p, w.c, row + 8, col, hi, w.vec_ok, Epi{});
+  // Ping-pong: warpgroup cw takes the block's tiles i = cw, cw + 2, ...; named barrier 1 + cw
+  // opens its main loop once the other warpgroup has issued its previous tile's MMAs, which
+  // also keeps every slot it waits on at most one phase ahead.
+  const int step = PP ? 2 : 1;
+  int i = PP ? cw : 0; // the block's tile counter
+  int it = 0;
+  for (int tile = static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x); tile < work;
+       tile += step * static_cast<int>(gridDim.x), i += step) {
+    const int batch = tile / tiles;
+    const block_work w = locate_tile<BM, BN, int(sizeof(T)), 2>(p, tile - batch * tiles, batch);
+    if constexpr (PP) {
+      it = i * ktiles;
+      if (i > 0) {
+        asm volatile("bar.sync %0, 256;\n" ::"r"(1 + cw) : "memory");
+      }
+    }
+    float acc[MA][BN / 2];
+    CUFUSE_UNROLL
+    for (int r = 0; r < MA; ++r) {
+      CUFUSE_UNROLL
+      for (int j = 0; j < BN / 2; ++j) {
+        acc[r][j] = 0.0f;
+      }
+    }
+    for (int t = 0; t < ktiles; ++t, ++it) {
+      const int s = it % S;
+      mbar_wait(full(s), (it / S) & 1);
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+      CUFUSE_UNROLL
+      for (int ks = 0; ks < BK / 16; ++ks) {
+        // K-major: 16 K-elements are 32 bytes along the swizzled row; M/N-major: 16 K-rows of
+        // 128 bytes.
+        const unsigned b_addr = slot_b(s) + (b_mn ? ks * 2048 : ks * 32);
+        CUFUSE_UNROLL
+        for (int ma = 0; ma < MA; ++ma) {
+          const int row0 = ((PP ? 0 : cw) * MA + ma) * 64; // first tile row of this MMA
+          const unsigned a_addr =
+              slot_a(s) + (a_mn ? (row0 / 64) * 8192 + ks * 2048 : row0 * 128 + ks * 32);
+          wgmma_op<BN, T, a_mn ? 1 : 0, b_mn ? 1 : 0>::run(acc[ma], wgmma_desc<a_mn>(a_addr),
+                                                           wgmma_desc<b_mn>(b_addr));
+        }
+      }
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+      // The previous K tile's MMAs completed: its slot may be refilled.
+      if (t > 0 && lane == 0) {
+        mbar_arrive(empty((it - 1) % S));
+      }
+    }
+    if constexpr (PP) {
+      if (tile + static_cast<int>(gridDim.x) < work) {
+        asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - cw) : "memory"); // the other may start
+      }
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    if (ktiles > 0 && lane == 0) {
+      mbar_arrive(empty((it - 1) % S));
+    }
+
+    CUFUSE_UNROLL
+    for (int ma = 0; ma < MA; ++ma) {
+      const std::int64_t row = w.m0 + ((PP ? 0 : cw) * MA + ma) * 64 + warp * 16 + g;
+      CUFUSE_UNROLL
+      for (int j = 0; j < BN / 8; ++j) {
+        const int col = w.n0 + j * 8 + 2 * q;
+        const float lo[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 1]};
+        const float hi[2] = {acc[ma][j * 4 + 2], acc[ma][j * 4 + 3]};
+        store_group<2>(p, w.c, row, col, lo, w.vec_ok, Epi{});
+        store_group<2>(p, w.c, row + 8, col, hi, w.vec_ok, Epi{});
+      }
+    }
   }
 #else
+  (void)map_a;
+  (void)map_b;
+  (void)p;
   __trap(); // never launched: the host checks the kernel's binary architecture first
 #endif
 }

@@ -66,6 +66,7 @@ struct gemm_args {
   std::int64_t stride_a, stride_b, stride_c; // per batch
   std::int64_t split_stride_c;               // per split (0 unless writing a split-K workspace)
   int m, n, k;
+  int batch; // problems (the persistent kernels walk batch x tiles themselves)
   int splits, k_chunk;
   float alpha, beta;
   int out_type; // dtype of C as int (the workspace of split-K is f32)

@@ -14,6 +14,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -32,8 +34,12 @@ struct variant {
   int splits = 1;        // split-K factor (1: none)
   int layouts = 0xF;     // bit (2 * trans_a + trans_b): the transposes it accepts
   int bm = 0, bn = 0, bk = 0, threads = 0, smem = 0;
-  /// Launches the kernel for the given transposes.
-  void (*launch)(const gemm_args&, bool ta, bool tb, dim3 grid, cudaStream_t) = nullptr;
+  /// Launches the kernel for the given transposes: `grid` has one block per output tile
+  /// (grid.z = batch x splits); persistent kernels launch `sms` x blocks-per-SM blocks instead.
+  /// Returns the error of building the launch (e.g. a TMA descriptor); the caller checks the
+  /// launch itself.
+  cudaError_t (*launch)(const gemm_args&, bool ta, bool tb, dim3 grid, int sms,
+                        cudaStream_t) = nullptr;
   /// Per device: opts the kernels into their shared memory and reports the lowest SASS
   /// architecture they were compiled for on this device (0 when they have no code for it).
   cudaError_t (*prepare)(int* binary_arch) = nullptr;
@@ -78,10 +84,14 @@ using mma_tf32_variants =
                  mma_config<float, 64, 64, 32, 2, 2, 4>, mma_config<float, 64, 64, 32, 2, 2, 4, 4>,
                  mma_config<float, 64, 64, 32, 2, 2, 4, 16>>;
 
-/// sm_90a: compiled only into src/gemm/variants_wgmma.cu, for -gencode arch=compute_90a.
+/// sm_90a (TMA + wgmma): compiled only into src/gemm/variants_wgmma*.cu, for
+/// -gencode arch=compute_90a. Cooperative 128x256 (large problems), 128x128, 64x128 (two
+/// blocks per SM); ping-pong 128x128 and 64x256 (each consumer warpgroup owns a tile).
 template <class T>
-using wgmma16_variants = variant_list<wgmma_config<T, 2, 128, 4>, wgmma_config<T, 2, 256, 3>,
-                                      wgmma_config<T, 1, 128, 4>, wgmma_config<T, 1, 256, 4>>;
+using wgmma16_variants =
+    variant_list<wgmma_config<T, 128, 256, 4>, wgmma_config<T, 128, 128, 6>,
+                 wgmma_config<T, 64, 128, 4, 2>, wgmma_config<T, 128, 128, 6, 1, true>,
+                 wgmma_config<T, 64, 256, 5, 1, true>>;
 
 // ---- instantiation -----------------------------------------------------------------------
 
@@ -103,8 +113,16 @@ struct is_simt<simt_config<T, A, B, C, D, E, F, G>> : std::true_type {};
 
 template <class>
 struct is_wgmma : std::false_type {};
-template <class T, int A, int B, int C, int D>
-struct is_wgmma<wgmma_config<T, A, B, C, D>> : std::true_type {};
+template <class T, int A, int B, int C, int D, bool E>
+struct is_wgmma<wgmma_config<T, A, B, C, D, E>> : std::true_type {};
+
+/// Host: encodes the TMA descriptor of a 16-bit operand stored row-major as `outer` rows of
+/// `inner` elements (leading dimension `ld`), `batch` of them `batch_stride` apart (0: one
+/// matrix shared by every batch), read in boxes of `box_inner` x `box_outer` elements with the
+/// 128-byte swizzle. The driver's encoder is looked up once through the runtime.
+cudaError_t encode_tma_operand(CUtensorMap* map, dtype t, const void* ptr, std::int64_t inner,
+                               std::int64_t outer, std::int64_t ld, std::int64_t batch,
+                               std::int64_t batch_stride, int box_inner, int box_outer);
 
 template <class Cfg>
 std::string variant_name() {
@@ -117,7 +135,8 @@ std::string variant_name() {
         std::to_string(Cfg::TM) + "x" + std::to_string(Cfg::TN) + "_v" + std::to_string(Cfg::Vec);
   } else if constexpr (is_wgmma<Cfg>::value) {
     s = std::string("sm90a_") + dtype_name(dtype_of<T>()) + "_wgmma_" + tile + "_wg" +
-        std::to_string(Cfg::WG) + "_s" + std::to_string(Cfg::stages) + "_nt";
+        std::to_string(Cfg::WG) + (Cfg::pingpong ? "pp" : "") + "_s" +
+        std::to_string(Cfg::stages) + "_tma";
   } else {
     s = std::string("sm80_") + (Cfg::tf32 ? "tf32" : dtype_name(dtype_of<T>())) + "_mma_" + tile +
         "_w" + std::to_string(Cfg::WM) + "x" + std::to_string(Cfg::WN) + "_s" +
@@ -134,19 +153,47 @@ constexpr auto kernel_of() {
   if constexpr (is_simt<Cfg>::value) {
     return &simt_gemm_kernel<Cfg, TA, TB, Epi>;
   } else if constexpr (is_wgmma<Cfg>::value) {
-    return &wgmma_gemm_kernel<Cfg, false, true, Epi>; // its only layout
+    return &wgmma_gemm_kernel<Cfg, TA, TB, Epi>;
   } else {
     return &mma_gemm_kernel<Cfg, TA, TB, Epi>;
   }
 }
 
 template <class Cfg, class Epi>
-void launch_variant(const gemm_args& args, bool ta, bool tb, dim3 grid, cudaStream_t stream) {
+cudaError_t launch_variant(const gemm_args& args, bool ta, bool tb, dim3 grid, int sms,
+                           cudaStream_t stream) {
   const dim3 block(Cfg::threads);
   const auto k =
       ta ? (tb ? kernel_of<Cfg, true, true, Epi>() : kernel_of<Cfg, true, false, Epi>())
          : (tb ? kernel_of<Cfg, false, true, Epi>() : kernel_of<Cfg, false, false, Epi>());
-  k<<<grid, block, Cfg::smem_bytes, stream>>>(args);
+  if constexpr (is_wgmma<Cfg>::value) {
+    // A K-major operand is one box of 64 K-elements x tile rows; an M/N-major one, boxes of 64
+    // M/N-elements x 64 K-rows (see kernels_sm90.cuh).
+    const dtype t = dtype_of<typename Cfg::element>();
+    const std::int64_t batch = grid.z;
+    CUtensorMap map_a, map_b;
+    cudaError_t e = ta ? encode_tma_operand(&map_a, t, args.a, args.m, args.k, args.lda, batch,
+                                            args.stride_a, 64, 64)
+                       : encode_tma_operand(&map_a, t, args.a, args.k, args.m, args.lda, batch,
+                                            args.stride_a, 64, Cfg::BM);
+    if (e == cudaSuccess) {
+      e = tb ? encode_tma_operand(&map_b, t, args.b, args.k, args.n, args.ldb, batch,
+                                  args.stride_b, 64, Cfg::BN)
+             : encode_tma_operand(&map_b, t, args.b, args.n, args.k, args.ldb, batch,
+                                  args.stride_b, 64, 64);
+    }
+    if (e != cudaSuccess) {
+      return e;
+    }
+    // Persistent: each block walks tiles blockIdx.x, + gridDim.x, ... over every batch.
+    const unsigned tiles = grid.x * grid.z;
+    const unsigned resident = unsigned(std::max(sms, 1) * Cfg::min_blocks);
+    k<<<dim3(std::min(tiles, resident)), block, Cfg::smem_bytes, stream>>>(map_a, map_b, args);
+  } else {
+    (void)sms;
+    k<<<grid, block, Cfg::smem_bytes, stream>>>(args);
+  }
+  return cudaSuccess;
 }
 
 template <class Cfg, class Epi>
@@ -197,7 +244,6 @@ variant make_variant() {
     v.fam = family::wgmma;
     v.min_arch = 90;
     v.align = Cfg::chunk;
-    v.layouts = 1 << 1; // A not transposed, B transposed
   } else {
     v.fam = family::mma;
     v.tf32 = Cfg::tf32;

@@ -1,0 +1,56 @@
+/// \file Host side of the TMA variants: the driver's tensor-map encoder, looked up once through
+/// the runtime (no link against libcuda), and the operand descriptors built from it.
+#include <cufuse/gemm/variants.cuh>
+
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+
+namespace cufuse::gemm_detail {
+
+namespace {
+
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      f = nullptr;
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+} // namespace
+
+cudaError_t encode_tma_operand(CUtensorMap* map, dtype t, const void* ptr, std::int64_t inner,
+                               std::int64_t outer, std::int64_t ld, std::int64_t batch,
+                               std::int64_t batch_stride, int box_inner, int box_outer) {
+  const auto encode = tensor_map_encoder();
+  if (encode == nullptr) {
+    return cudaErrorNotSupported; // a driver without cuTensorMapEncodeTiled
+  }
+  const std::int64_t esize = dtype_size(t);
+  const bool batched = batch > 1 && batch_stride != 0;
+  // An unused third dimension still needs a legal (16-byte multiple) stride.
+  const std::int64_t stride2 =
+      batched ? batch_stride * esize : ((std::max<std::int64_t>(outer, 1) * ld * esize + 15) / 16) * 16;
+  const cuuint64_t dims[3] = {cuuint64_t(std::max<std::int64_t>(inner, 1)),
+                              cuuint64_t(std::max<std::int64_t>(outer, 1)),
+                              cuuint64_t(batched ? batch : 1)};
+  const cuuint64_t strides[2] = {cuuint64_t(ld * esize), cuuint64_t(stride2)};
+  const cuuint32_t box[3] = {cuuint32_t(box_inner), cuuint32_t(box_outer), 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = encode(
+      map, t == dtype::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
+      const_cast<void*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+} // namespace cufuse::gemm_detail
