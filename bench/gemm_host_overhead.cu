@@ -1,10 +1,12 @@
 // Host cost of a steady-state cufuse::gemm call (variant already chosen) next to an empty
-// kernel launch: 2000 back-to-back calls of a 64x64x64 problem, host time per call.
+// kernel launch: 2000 back-to-back calls of a 64x64x64 problem, host time per call; and of a
+// bf16 128x128x128 problem on a TMA variant (it encodes two tensor maps per call).
 #include <cufuse/cufuse.cuh>
 #include <cufuse/gemm.cuh>
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
 
 __global__ void empty_kernel() {}
 
@@ -37,5 +39,17 @@ int main() {
   const double forced = per_call([&] { cufuse::gemm(a, b, c, 1.0f, 0.0f, nullptr, o); });
   std::printf("host us/call: empty launch %.2f, cufuse::gemm %.2f (%.2fx), forced variant %.2f\n",
               empty, gemm, gemm / empty, forced);
+  cufuse::tensor<__nv_bfloat16, 2> ha({128, 128}), hb({128, 128}), hc({128, 128});
+  ha.fill(1.0f);
+  hb.fill(1.0f);
+  cufuse::gemm_options t;
+  t.variant = "sm90a_bf16_wgmma_128x128x64_wg2_s6_tma";
+  try {
+    const double tma = per_call([&] { cufuse::gemm(ha, hb, hc, 1.0f, 0.0f, nullptr, t); });
+    std::printf("host us/call: bf16 on %s %.2f (%.2fx an empty launch)\n", t.variant.c_str(), tma,
+                tma / empty);
+  } catch (const std::exception& e) {
+    std::printf("TMA variant not measured: %s\n", e.what());
+  }
   return 0;
 }

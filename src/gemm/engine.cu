@@ -235,6 +235,17 @@ double predicted_seconds(int vi, const problem& p, const device_state& d) {
   if (splits > 1) {
     t += double(p.m) * p.n * p.batch * (splits + 2) * 4 / 2.5e12 + 3e-6;
   }
+  if (v.fam == family::wgmma) {
+    // Persistent TMA kernels, calibrated on H200 measurements (bench/results/gemm.json):
+    // ping-pong hides the epilogue but pays a serialized start, so it wins only with several
+    // tiles per block and a long K loop; 128x256 wins only with many tiles per block.
+    const double per_block = tiles / (double(d.sms) * per_sm);
+    if (v.pingpong) {
+      t *= (per_block >= 4 && p.k >= 2048) ? 0.95 : 1.3;
+    } else if (v.bm * v.bn > 128 * 128) {
+      t *= per_block >= 12 ? 0.97 : 1.08;
+    }
+  }
   return t;
 }
 

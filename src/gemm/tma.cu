@@ -38,7 +38,8 @@ cudaError_t encode_tma_operand(CUtensorMap* map, dtype t, const void* ptr, std::
   const bool batched = batch > 1 && batch_stride != 0;
   // An unused third dimension still needs a legal (16-byte multiple) stride.
   const std::int64_t stride2 =
-      batched ? batch_stride * esize : ((std::max<std::int64_t>(outer, 1) * ld * esize + 15) / 16) * 16;
+      batched ? batch_stride * esize
+              : ((std::max<std::int64_t>(outer, 1) * ld * esize + 15) / 16) * 16;
   const cuuint64_t dims[3] = {cuuint64_t(std::max<std::int64_t>(inner, 1)),
                               cuuint64_t(std::max<std::int64_t>(outer, 1)),
                               cuuint64_t(batched ? batch : 1)};

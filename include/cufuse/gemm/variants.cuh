@@ -33,6 +33,7 @@ struct variant {
   int align = 1;         // elements: A/B pointers, leading dimensions and batch strides
   int splits = 1;        // split-K factor (1: none)
   int layouts = 0xF;     // bit (2 * trans_a + trans_b): the transposes it accepts
+  bool pingpong = false; // wgmma: consumer warpgroups take whole tiles in turn
   int bm = 0, bn = 0, bk = 0, threads = 0, smem = 0;
   /// Launches the kernel for the given transposes: `grid` has one block per output tile
   /// (grid.z = batch x splits); persistent kernels launch `sms` x blocks-per-SM blocks instead.
@@ -135,8 +136,8 @@ std::string variant_name() {
         std::to_string(Cfg::TM) + "x" + std::to_string(Cfg::TN) + "_v" + std::to_string(Cfg::Vec);
   } else if constexpr (is_wgmma<Cfg>::value) {
     s = std::string("sm90a_") + dtype_name(dtype_of<T>()) + "_wgmma_" + tile + "_wg" +
-        std::to_string(Cfg::WG) + (Cfg::pingpong ? "pp" : "") + "_s" +
-        std::to_string(Cfg::stages) + "_tma";
+        std::to_string(Cfg::WG) + (Cfg::pingpong ? "pp" : "") + "_s" + std::to_string(Cfg::stages) +
+        "_tma";
   } else {
     s = std::string("sm80_") + (Cfg::tf32 ? "tf32" : dtype_name(dtype_of<T>())) + "_mma_" + tile +
         "_w" + std::to_string(Cfg::WM) + "x" + std::to_string(Cfg::WN) + "_s" +
@@ -177,10 +178,10 @@ cudaError_t launch_variant(const gemm_args& args, bool ta, bool tb, dim3 grid, i
                        : encode_tma_operand(&map_a, t, args.a, args.k, args.m, args.lda, batch,
                                             args.stride_a, 64, Cfg::BM);
     if (e == cudaSuccess) {
-      e = tb ? encode_tma_operand(&map_b, t, args.b, args.k, args.n, args.ldb, batch,
-                                  args.stride_b, 64, Cfg::BN)
-             : encode_tma_operand(&map_b, t, args.b, args.n, args.k, args.ldb, batch,
-                                  args.stride_b, 64, 64);
+      e = tb ? encode_tma_operand(&map_b, t, args.b, args.k, args.n, args.ldb, batch, args.stride_b,
+                                  64, Cfg::BN)
+             : encode_tma_operand(&map_b, t, args.b, args.n, args.k, args.ldb, batch, args.stride_b,
+                                  64, 64);
     }
     if (e != cudaSuccess) {
       return e;
@@ -244,6 +245,7 @@ variant make_variant() {
     v.fam = family::wgmma;
     v.min_arch = 90;
     v.align = Cfg::chunk;
+    v.pingpong = Cfg::pingpong;
   } else {
     v.fam = family::mma;
     v.tf32 = Cfg::tf32;
