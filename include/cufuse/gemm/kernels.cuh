@@ -166,6 +166,9 @@ struct simt_config {
   static constexpr int threads = TX * TY;
   static constexpr int pad = 4;
   static constexpr int smem_bytes = 2 * BK * ((BM + pad) + (BN + pad)) * 4;
+  /// Two blocks per SM: 256-thread tiles must fit 128 registers per thread, or one register
+  /// over that halves the SM's warps (ptxas: the 128x128 NT kernel used 129).
+  static constexpr int min_blocks = threads >= 256 ? 2 : 1;
   static_assert(BM % TM == 0 && BN % TN == 0 && threads % 32 == 0 && threads <= 1024,
                 "cufuse: SIMT tile must split into whole warps of thread tiles");
 };
@@ -231,7 +234,7 @@ struct simt_tile_loader {
 };
 
 template <class Cfg, bool TA, bool TB, class Epi>
-__global__ void __launch_bounds__(Cfg::threads) simt_gemm_kernel(gemm_args p) {
+__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) simt_gemm_kernel(gemm_args p) {
   using T = typename Cfg::element;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, RM = Cfg::RM, RN = Cfg::RN;
   constexpr int SA = BM + Cfg::pad, SB = BN + Cfg::pad;
