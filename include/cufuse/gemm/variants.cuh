@@ -54,9 +54,9 @@ struct variant_list {};
 using simt_variants = variant_list<
     // FP32, 16-byte loads
     simt_config<float, 128, 128, 8, 2, 2, 4>, simt_config<float, 128, 128, 16, 2, 2, 4>,
-    simt_config<float, 128, 128, 32, 2, 2, 4>, simt_config<float, 128, 64, 8, 2, 2, 4>,
-    simt_config<float, 64, 128, 8, 2, 2, 4>, simt_config<float, 64, 64, 16, 1, 1, 4>,
-    simt_config<float, 32, 64, 16, 1, 1, 4>, simt_config<float, 16, 128, 32, 1, 1, 4>,
+    simt_config<float, 128, 64, 8, 2, 2, 4>, simt_config<float, 64, 128, 8, 2, 2, 4>,
+    simt_config<float, 64, 64, 16, 1, 1, 4>, simt_config<float, 32, 64, 16, 1, 1, 4>,
+    simt_config<float, 16, 128, 32, 1, 1, 4>,
     // FP32, any alignment
     simt_config<float, 128, 128, 8, 2, 2, 1>, simt_config<float, 64, 64, 16, 1, 1, 1>,
     // FP32 split-K (small M*N, large K)
