@@ -224,7 +224,7 @@ double predicted_seconds(int vi, const problem& p, const device_state& d) {
   const double waves = std::ceil(tiles / (double(d.sms) * per_sm));
   double rate = v.fam == family::simt ? 0.45e12 : (v.tf32 ? 2.2e12 : 4.5e12);
   if (v.fam == family::wgmma) {
-    rate = 7.0e12;
+    rate = v.tf32 ? 3.5e12 : 7.0e12;
   }
   const double intensity = std::min(1.0, (double(v.bm) * v.bn / (v.bm + v.bn)) / 64.0);
   const double k_work = double(ceil_div(std::max<std::int64_t>(chunk, 1), v.bk) * v.bk);

@@ -46,11 +46,12 @@ cudaError_t encode_tma_operand(CUtensorMap* map, dtype t, const void* ptr, std::
   const cuuint64_t strides[2] = {cuuint64_t(ld * esize), cuuint64_t(stride2)};
   const cuuint32_t box[3] = {cuuint32_t(box_inner), cuuint32_t(box_outer), 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUresult r = encode(
-      map, t == dtype::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3,
-      const_cast<void*>(ptr), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUtensorMapDataType type = t == dtype::bf16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                   : t == dtype::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  const CUresult r = encode(map, type, 3, const_cast<void*>(ptr), dims, strides, box, elem_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 

@@ -74,8 +74,40 @@ TEST_CASE("gemm: every fp32 SIMT variant, random data within the fp32 bound", "[
 TEST_CASE("gemm: every TF32 mma variant", "[gemm][variants]") {
   cufuse::gemm_options o;
   o.math = cufuse::gemm_math::tf32;
-  every_variant<float, float>(o, "_tf32_mma_", data_kind::integers);
-  every_variant<float, float>(o, "_tf32_mma_", data_kind::reals);
+  every_variant<float, float>(o, "_tf32_", data_kind::integers); // mma.sync and sm_90a wgmma
+  every_variant<float, float>(o, "_tf32_", data_kind::reals);
+}
+
+TEST_CASE("gemm: TF32 wgmma truncates its inputs (the bound of the TF32 checks)",
+          "[gemm][variants]") {
+  cufuse::gemm_options o;
+  o.math = cufuse::gemm_math::tf32;
+  const float a = 1.0f + 0x1p-11f + 0x1p-12f; // between two TF32 values, nearer the upper
+  // 1 x 4 times 4 x 1 (B given as 1 x 4, transposed): 16-byte rows, as the TMA variants need.
+  cufuse::tensor<float, 2> ta({1, 4}), tb({1, 4}), tc({1, 1});
+  ta.fill(a);
+  tb.fill(1.0f);
+  int tried = 0;
+  for (const auto& v : cufuse::gemm_variants(ta, cufuse::transpose(tb), tc, o)) {
+    if (v.find("_tf32_wgmma_") == std::string::npos) {
+      continue;
+    }
+    INFO(v);
+    o.variant = v;
+    tc.fill(std::nanf(""));
+    cufuse::gemm(ta, cufuse::transpose(tb), tc, 1.0f, 0.0f, cufuse::current_stream(), o);
+    CHECK(tc.download()[0] == 4.0f); // round to nearest would give 4 (1 + 2^-10)
+    ++tried;
+  }
+  // Wherever this build has sm_90a code for the device (FP16 wgmma variants), TF32 ones too.
+  cufuse::tensor<__half, 2> h({64, 64});
+  bool sm90a = false;
+  for (const auto& v : cufuse::gemm_variants(h, h, h)) {
+    sm90a = sm90a || v.find("sm90a_") != std::string::npos;
+  }
+  if (sm90a) {
+    CHECK(tried > 0);
+  }
 }
 
 TEST_CASE("gemm: every FP16 variant, fp16 and fp32 outputs", "[gemm][variants]") {
@@ -207,6 +239,15 @@ TEST_CASE("gemm: 4096^3, every variant, sampled double reference and full cuBLAS
   cufuse::gemm_options t;
   t.math = cufuse::gemm_math::tf32;
   all(float{}, float{}, t);
+  // TF32 wgmma takes layout NT only.
+  for (const auto& v : variants_for<float, float>(d, {false, true, 0}, t)) {
+    if (v.find("_tf32_wgmma_") != std::string::npos) {
+      cufuse::gemm_options o = t;
+      o.variant = v;
+      check_gemm<float, float>(d, {false, true, 0}, {1.0f, 0.0f}, data_kind::small_integers, o, rng,
+                               1, true);
+    }
+  }
   all(__half{}, __half{}, {});
   all(__nv_bfloat16{}, float{}, {});
 }

@@ -34,16 +34,19 @@ namespace cufuse::gemm_detail {
 template <class T, int BM_, int BN_, int Stages_, int MinBlocks_ = 1, bool PingPong_ = false>
 struct wgmma_config {
   using element = T;
-  static constexpr int BM = BM_, BN = BN_, BK = 64, stages = Stages_, min_blocks = MinBlocks_;
+  /// One 128-byte swizzled row of K per tile row: 64 16-bit elements or 32 TF32 ones.
+  static constexpr int BM = BM_, BN = BN_, BK = 128 / int(sizeof(T)), stages = Stages_;
+  static constexpr int min_blocks = MinBlocks_;
   static constexpr bool pingpong = PingPong_;
   static constexpr int splits = 1;
   static constexpr int consumers = (BM == 64 && !pingpong) ? 1 : 2;
   static constexpr int WG = consumers;
   static constexpr int m_atoms = pingpong ? BM / 64 : BM / consumers / 64; // m64 MMAs per k16
   static constexpr int threads = 128 * (consumers + 1);
-  static constexpr bool tf32 = false;
-  static constexpr int chunk = 8; // TMA: 16-byte aligned bases, leading dimensions and strides
-  static constexpr int a_bytes = BM * BK * 2, b_bytes = BN * BK * 2;
+  static constexpr bool tf32 = sizeof(T) == 4;      // float inputs on TF32 tensor cores
+  static constexpr int mma_k = tf32 ? 8 : 16;       // K of one wgmma
+  static constexpr int chunk = 16 / int(sizeof(T)); // TMA: 16-byte aligned bases and strides
+  static constexpr int a_bytes = BM * 128, b_bytes = BN * 128;
   static constexpr int stage_bytes = a_bytes + b_bytes;
   static constexpr int smem_bytes = stages * stage_bytes + 1024 + 2 * stages * 8;
   static_assert(m_atoms * BN <= 256, "cufuse: a wgmma consumer holds at most 128 accumulators");
@@ -61,18 +64,18 @@ struct wgmma_op;
 // accumulate; the accumulators start at zero); TransA / TransB are the instruction's
 // imm-trans flags (1: that operand's tile is M/N-major).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define CUFUSE_WGMMA_M64N128K16(T, PTX_TYPE)                                                       \
+#define CUFUSE_WGMMA_M64N128(T, PTX_TYPE, SHAPE_K, TRANS)                                          \
   template <int TransA, int TransB>                                                                \
   struct wgmma_op<128, T, TransA, TransB> {                                                        \
     CUFUSE_DEVICE_FN static void run(float (&d)[64], std::uint64_t da, std::uint64_t db) {         \
       asm volatile(                                                                                \
           "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                             \
-          "wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX_TYPE "." PTX_TYPE " "                 \
+          "wgmma.mma_async.sync.aligned.m64n128" SHAPE_K ".f32." PTX_TYPE "." PTX_TYPE " "         \
           "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
           "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "  \
           "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "  \
-          "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %67, "       \
-          "%68;\n}\n"                                                                              \
+          "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1" TRANS        \
+          ";\n}\n"                                                                                 \
           : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
             "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
             "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
@@ -87,13 +90,13 @@ struct wgmma_op;
           : "l"(da), "l"(db), "r"(1), "n"(TransA), "n"(TransB));                                   \
     }                                                                                              \
   };
-#define CUFUSE_WGMMA_M64N256K16(T, PTX_TYPE)                                                       \
+#define CUFUSE_WGMMA_M64N256(T, PTX_TYPE, SHAPE_K, TRANS)                                          \
   template <int TransA, int TransB>                                                                \
   struct wgmma_op<256, T, TransA, TransB> {                                                        \
     CUFUSE_DEVICE_FN static void run(float (&d)[128], std::uint64_t da, std::uint64_t db) {        \
       asm volatile(                                                                                \
           "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                            \
-          "wgmma.mma_async.sync.aligned.m64n256k16.f32." PTX_TYPE "." PTX_TYPE " "                 \
+          "wgmma.mma_async.sync.aligned.m64n256" SHAPE_K ".f32." PTX_TYPE "." PTX_TYPE " "         \
           "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, " \
           "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "  \
           "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "  \
@@ -102,8 +105,7 @@ struct wgmma_op;
           "%87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, "    \
           "%103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, "   \
           "%117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, "  \
-          "1, "                                                                                    \
-          "%131, %132;\n}\n"                                                                       \
+          "1" TRANS ";\n}\n"                                                                       \
           : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
             "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
             "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
@@ -129,12 +131,15 @@ struct wgmma_op;
           : "l"(da), "l"(db), "r"(1), "n"(TransA), "n"(TransB));                                   \
     }                                                                                              \
   };
-CUFUSE_WGMMA_M64N128K16(__half, "f16")
-CUFUSE_WGMMA_M64N128K16(__nv_bfloat16, "bf16")
-CUFUSE_WGMMA_M64N256K16(__half, "f16")
-CUFUSE_WGMMA_M64N256K16(__nv_bfloat16, "bf16")
-#undef CUFUSE_WGMMA_M64N128K16
-#undef CUFUSE_WGMMA_M64N256K16
+// 16-bit inputs take the transpose immediates; TF32 reads both operands K-major and has none.
+CUFUSE_WGMMA_M64N128(__half, "f16", "k16", ", %67, %68")
+CUFUSE_WGMMA_M64N128(__nv_bfloat16, "bf16", "k16", ", %67, %68")
+CUFUSE_WGMMA_M64N128(float, "tf32", "k8", "")
+CUFUSE_WGMMA_M64N256(__half, "f16", "k16", ", %131, %132")
+CUFUSE_WGMMA_M64N256(__nv_bfloat16, "bf16", "k16", ", %131, %132")
+CUFUSE_WGMMA_M64N256(float, "tf32", "k8", "")
+#undef CUFUSE_WGMMA_M64N128
+#undef CUFUSE_WGMMA_M64N256
 #endif
 
 /// Descriptor of a 128-byte-swizzled operand tile at shared address `addr`. K-major: rows of 64
@@ -192,6 +197,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
   constexpr bool a_mn = TA;  // A stored K x M: M-major tiles
   constexpr bool b_mn = !TB; // B stored K x N: N-major tiles
+  static_assert(!Cfg::tf32 || (!a_mn && !b_mn),
+                "cufuse: TF32 wgmma reads both operands K-major (A as M x K, B as N x K)");
   extern __shared__ unsigned char wgmma_smem_raw[];
   // Swizzle atoms must start on 1024-byte boundaries.
   unsigned char* base = reinterpret_cast<unsigned char*>(
@@ -297,7 +304,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
       mbar_wait(full(s), (it / S) & 1);
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
       CUFUSE_UNROLL
-      for (int ks = 0; ks < BK / 16; ++ks) {
+      for (int ks = 0; ks < BK / Cfg::mma_k; ++ks) {
         // K-major: 16 K-elements are 32 bytes along the swizzled row; M/N-major: 16 K-rows of
         // 128 bytes.
         const unsigned b_addr = slot_b(s) + (b_mn ? ks * 2048 : ks * 32);

@@ -94,6 +94,11 @@ using wgmma16_variants =
                  wgmma_config<T, 64, 128, 4, 2>, wgmma_config<T, 128, 128, 6, 1, true>,
                  wgmma_config<T, 64, 256, 5, 1, true>>;
 
+/// TF32 on sm_90a: float inputs, layout NT only (see `layouts`); other layouts use mma.sync.
+using wgmma_tf32_variants =
+    variant_list<wgmma_config<float, 128, 256, 4>, wgmma_config<float, 128, 128, 6>,
+                 wgmma_config<float, 64, 128, 4, 2>, wgmma_config<float, 128, 128, 6, 1, true>>;
+
 // ---- instantiation -----------------------------------------------------------------------
 
 template <class T>
@@ -117,7 +122,7 @@ struct is_wgmma : std::false_type {};
 template <class T, int A, int B, int C, int D, bool E>
 struct is_wgmma<wgmma_config<T, A, B, C, D, E>> : std::true_type {};
 
-/// Host: encodes the TMA descriptor of a 16-bit operand stored row-major as `outer` rows of
+/// Host: encodes the TMA descriptor of an operand stored row-major as `outer` rows of
 /// `inner` elements (leading dimension `ld`), `batch` of them `batch_stride` apart (0: one
 /// matrix shared by every batch), read in boxes of `box_inner` x `box_outer` elements with the
 /// 128-byte swizzle. The driver's encoder is looked up once through the runtime.
@@ -135,9 +140,9 @@ std::string variant_name() {
     s = std::string("sm70_") + dtype_name(dtype_of<T>()) + "_simt_" + tile + "_t" +
         std::to_string(Cfg::TM) + "x" + std::to_string(Cfg::TN) + "_v" + std::to_string(Cfg::Vec);
   } else if constexpr (is_wgmma<Cfg>::value) {
-    s = std::string("sm90a_") + dtype_name(dtype_of<T>()) + "_wgmma_" + tile + "_wg" +
-        std::to_string(Cfg::WG) + (Cfg::pingpong ? "pp" : "") + "_s" + std::to_string(Cfg::stages) +
-        "_tma";
+    s = std::string("sm90a_") + (Cfg::tf32 ? "tf32" : dtype_name(dtype_of<T>())) + "_wgmma_" +
+        tile + "_wg" + std::to_string(Cfg::WG) + (Cfg::pingpong ? "pp" : "") + "_s" +
+        std::to_string(Cfg::stages) + "_tma";
   } else {
     s = std::string("sm80_") + (Cfg::tf32 ? "tf32" : dtype_name(dtype_of<T>())) + "_mma_" + tile +
         "_w" + std::to_string(Cfg::WM) + "x" + std::to_string(Cfg::WN) + "_s" +
@@ -154,7 +159,11 @@ constexpr auto kernel_of() {
   if constexpr (is_simt<Cfg>::value) {
     return &simt_gemm_kernel<Cfg, TA, TB, Epi>;
   } else if constexpr (is_wgmma<Cfg>::value) {
-    return &wgmma_gemm_kernel<Cfg, TA, TB, Epi>;
+    if constexpr (Cfg::tf32) {
+      return &wgmma_gemm_kernel<Cfg, false, true, Epi>; // its only layout (`layouts`)
+    } else {
+      return &wgmma_gemm_kernel<Cfg, TA, TB, Epi>;
+    }
   } else {
     return &mma_gemm_kernel<Cfg, TA, TB, Epi>;
   }
@@ -173,13 +182,14 @@ cudaError_t launch_variant(const gemm_args& args, bool ta, bool tb, dim3 grid, i
     const dtype t = dtype_of<typename Cfg::element>();
     const std::int64_t batch = grid.z;
     CUtensorMap map_a, map_b;
+    constexpr int bk = Cfg::BK; // a K-major box is BK elements (128 bytes) wide
     cudaError_t e = ta ? encode_tma_operand(&map_a, t, args.a, args.m, args.k, args.lda, batch,
                                             args.stride_a, 64, 64)
                        : encode_tma_operand(&map_a, t, args.a, args.k, args.m, args.lda, batch,
-                                            args.stride_a, 64, Cfg::BM);
+                                            args.stride_a, bk, Cfg::BM);
     if (e == cudaSuccess) {
       e = tb ? encode_tma_operand(&map_b, t, args.b, args.k, args.n, args.ldb, batch, args.stride_b,
-                                  64, Cfg::BN)
+                                  bk, Cfg::BN)
              : encode_tma_operand(&map_b, t, args.b, args.n, args.k, args.ldb, batch, args.stride_b,
                                   64, 64);
     }
@@ -246,6 +256,10 @@ variant make_variant() {
     v.min_arch = 90;
     v.align = Cfg::chunk;
     v.pingpong = Cfg::pingpong;
+    v.tf32 = Cfg::tf32;
+    if constexpr (Cfg::tf32) {
+      v.layouts = 1 << 1; // A as M x K, B as N x K (wgmma reads TF32 K-major only)
+    }
   } else {
     v.fam = family::mma;
     v.tf32 = Cfg::tf32;
