@@ -11,11 +11,12 @@
 ///   The epilogue runs in the consumers straight from the accumulators.
 ///
 /// Both operands land in the 128-byte-swizzled layout the descriptors name. A K-major operand
-/// (A as M x K, B as N x K) is one TMA box of 64 K-elements x rows; an M/N-major operand (A as
-/// K x M, B as K x N) is rows/64 boxes of 64 M/N-elements x 64 K-rows, and its descriptor sets
-/// the transpose bit, so every layout (NN, NT, TN, TT) runs here. TMA zero-fills whatever lies
-/// outside the matrix, so M, N and K tails need no special path. Compiled only for sm_90a
-/// (src/CMakeLists.txt).
+/// (A as M x K, B as N x K) is one TMA box of 128 bytes of K (64 16-bit elements, 32 TF32) x
+/// rows; a 16-bit M/N-major operand (A as K x M, B as K x N) is rows/64 boxes of 64
+/// M/N-elements x 64 K-rows, and its descriptor sets the transpose bit, so every 16-bit layout
+/// (NN, NT, TN, TT) runs here; TF32 is K-major only (layout NT). TMA zero-fills whatever lies
+/// outside the matrix, so M, N and K tails need no special path. Persistent: a block walks
+/// tiles until the problem (all batches) is done. Compiled only for sm_90a (src/CMakeLists.txt).
 #pragma once
 
 #include "kernels.cuh"
@@ -24,7 +25,7 @@
 
 namespace cufuse::gemm_detail {
 
-/// wgmma tile: BM x BN x 64 with `Stages` ring slots; `MinBlocks` blocks share an SM (it
+/// wgmma tile: BM x BN x BK with `Stages` ring slots; `MinBlocks` blocks share an SM (it
 /// bounds the registers per thread).
 ///  - cooperative (PingPong = false): BM = 64 uses one consumer warpgroup; BM = 128 or 256 use
 ///    two that split the tile's rows, each owning BM/2 rows as (BM/2)/64 m64 MMAs.
@@ -41,7 +42,7 @@ struct wgmma_config {
   static constexpr int splits = 1;
   static constexpr int consumers = (BM == 64 && !pingpong) ? 1 : 2;
   static constexpr int WG = consumers;
-  static constexpr int m_atoms = pingpong ? BM / 64 : BM / consumers / 64; // m64 MMAs per k16
+  static constexpr int m_atoms = pingpong ? BM / 64 : BM / consumers / 64; // m64 MMAs per K step
   static constexpr int threads = 128 * (consumers + 1);
   static constexpr bool tf32 = sizeof(T) == 4;      // float inputs on TF32 tensor cores
   static constexpr int mma_k = tf32 ? 8 : 16;       // K of one wgmma
