@@ -69,30 +69,27 @@ using simt_variants = variant_list<
 
 template <class T>
 using mma16_variants =
-    variant_list<mma_config<T, 128, 128, 32, 2, 2, 4>, mma_config<T, 128, 128, 64, 2, 2, 3>,
-                 mma_config<T, 128, 256, 64, 2, 4, 3>, mma_config<T, 256, 128, 64, 4, 2, 3>,
-                 mma_config<T, 128, 64, 64, 2, 2, 4>, mma_config<T, 64, 128, 64, 2, 2, 4>,
-                 mma_config<T, 64, 64, 64, 2, 2, 4>, mma_config<T, 64, 64, 32, 2, 2, 4>,
-                 mma_config<T, 64, 64, 32, 2, 2, 4, 4>, mma_config<T, 64, 64, 32, 2, 2, 4, 16>>;
+    variant_list<mma_config<T, 128, 128, 64, 2, 2, 3>, mma_config<T, 128, 256, 64, 2, 4, 3>,
+                 mma_config<T, 256, 128, 64, 4, 2, 3>, mma_config<T, 128, 64, 64, 2, 2, 4>,
+                 mma_config<T, 64, 128, 64, 2, 2, 4>, mma_config<T, 64, 64, 64, 2, 2, 4>,
+                 mma_config<T, 64, 64, 32, 2, 2, 4>, mma_config<T, 64, 64, 32, 2, 2, 4, 4>>;
 
 using mma_f16_variants = mma16_variants<__half>;
 using mma_bf16_variants = mma16_variants<__nv_bfloat16>;
 
 using mma_tf32_variants =
-    variant_list<mma_config<float, 128, 128, 32, 2, 2, 3>, mma_config<float, 128, 128, 32, 2, 2, 4>,
-                 mma_config<float, 128, 256, 32, 2, 4, 3>, mma_config<float, 256, 128, 32, 4, 2, 3>,
-                 mma_config<float, 128, 64, 32, 2, 2, 4>, mma_config<float, 64, 128, 32, 2, 2, 4>,
+    variant_list<mma_config<float, 128, 128, 32, 2, 2, 3>, mma_config<float, 128, 256, 32, 2, 4, 3>,
+                 mma_config<float, 256, 128, 32, 4, 2, 3>, mma_config<float, 128, 64, 32, 2, 2, 4>,
                  mma_config<float, 64, 64, 32, 2, 2, 4>, mma_config<float, 64, 64, 32, 2, 2, 4, 4>,
                  mma_config<float, 64, 64, 32, 2, 2, 4, 16>>;
 
 /// sm_90a (TMA + wgmma): compiled only into src/gemm/variants_wgmma*.cu, for
 /// -gencode arch=compute_90a. Cooperative 128x256 (large problems), 128x128, 64x128 (two
-/// blocks per SM); ping-pong 128x128 and 64x256 (each consumer warpgroup owns a tile).
+/// blocks per SM); ping-pong 128x128 (each consumer warpgroup owns a tile).
 template <class T>
 using wgmma16_variants =
     variant_list<wgmma_config<T, 128, 256, 4>, wgmma_config<T, 128, 128, 6>,
-                 wgmma_config<T, 64, 128, 4, 2>, wgmma_config<T, 128, 128, 6, 1, true>,
-                 wgmma_config<T, 64, 256, 5, 1, true>>;
+                 wgmma_config<T, 64, 128, 4, 2>, wgmma_config<T, 128, 128, 6, 1, true>>;
 
 /// TF32 on sm_90a: float inputs, layout NT only (see `layouts`); other layouts use mma.sync.
 using wgmma_tf32_variants =
