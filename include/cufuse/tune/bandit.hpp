@@ -17,6 +17,11 @@
 /// beats every other arm's upper bound, up to an indifference margin `epsilon` (arms within
 /// epsilon of each other need not be told apart), or when `max_pulls` is spent: then commit the
 /// arm with the best median.
+///
+/// Confirmation (`confirm_samples`): with one sample per arm the pooled noise is unknown (it
+/// falls back to `min_noise`), so a single slow sample of the true best arm would let a worse
+/// arm win at once. Before the stopping rule may commit, the best arm and every arm within
+/// `confirm_margin` of it need `confirm_samples` samples; next_arm() asks for those first.
 #pragma once
 
 #include <algorithm>
@@ -40,6 +45,11 @@ struct bandit_config {
   double epsilon = 0.01;
   /// Floor of the relative noise scale (0.5%): timer resolution makes smaller noise fiction.
   double min_noise = 0.005;
+  /// Samples the best arm and its close contenders need before a commit by the stopping rule
+  /// (1: no confirmation; min_samples already covers it).
+  int confirm_samples = 1;
+  /// Relative time behind the best arm within which an arm is a close contender (25%).
+  double confirm_margin = 0.25;
 };
 
 /// A UCB bandit over `arms` variants that learns from run times.
@@ -83,6 +93,9 @@ public:
     }
     if (static_cast<int>(count(fewest)) < std::max(config_.min_samples, 1)) {
       return fewest;
+    }
+    if (const int a = unconfirmed(count); a >= 0) {
+      return a;
     }
     const double s = noise();
     int best = fewest;
@@ -160,6 +173,32 @@ private:
     return std::max(mad, config_.min_noise);
   }
 
+  /// An arm that must be sampled again before the stopping rule may commit: the best arm or a
+  /// close contender with fewer than confirm_samples samples (`count(a)` of them), the best
+  /// first, then the fastest contender; -1 if none.
+  template <class Count>
+  int unconfirmed(Count count) const {
+    const int best = best_arm();
+    if (best < 0 || config_.confirm_samples <= 1) {
+      return -1;
+    }
+    const auto short_of = [&](int a) {
+      return static_cast<int>(count(a)) < config_.confirm_samples;
+    };
+    if (short_of(best)) {
+      return best;
+    }
+    const double threshold = median(best) - std::log1p(config_.confirm_margin);
+    int pick = -1;
+    for (int a = 0; a < arms(); ++a) {
+      if (!samples_[a].empty() && short_of(a) && median(a) >= threshold &&
+          (pick < 0 || median(a) > median(pick))) {
+        pick = a;
+      }
+    }
+    return pick;
+  }
+
   double radius(int a, double s) const {
     const double n = static_cast<double>(samples_[a].size());
     const double total = std::max(2.0, static_cast<double>(pulls_));
@@ -180,6 +219,9 @@ private:
       committed_ = best;
       return;
     }
+    if (unconfirmed([&](int a) { return samples_[a].size(); }) >= 0) {
+      return;
+    }
     const double s = noise();
     const double lower = median(best) - radius(best, s);
     const double margin = std::log1p(config_.epsilon);
@@ -198,12 +240,15 @@ private:
 };
 
 /// The configuration cufuse's GEMM tuner (online mode and cufuse-tune) uses for `arms` variants:
-/// one sample per arm first (GEMM variants differ by far more than the timing noise), variants
-/// within 2% count as equally good, and at most 3 samples per arm on average (60% of a 5-sample
-/// exhaustive sweep) before the best median is committed.
+/// one sample per arm first (GEMM variants differ by far more than the timing noise), a second
+/// one for the best arm and every arm within 25% of it (one slow sample must not decide),
+/// variants within 2% count as equally good, and at most 3 samples per arm on average (60% of a
+/// 5-sample exhaustive sweep) before the best median is committed.
 inline bandit_config gemm_bandit_config(int arms) {
   bandit_config c;
   c.min_samples = 1;
+  c.confirm_samples = 2;
+  c.confirm_margin = 0.25;
   c.max_pulls = 3 * arms;
   c.epsilon = 0.02;
   return c;
