@@ -70,6 +70,9 @@ if [ "$what" = gemm ] || [ "$what" = all ]; then
   step "build cufuse-tune"
   cmake --build build-gpu -j"$jobs" --target cufuse-tune >"$OUT/logs/build-tune.log" 2>&1 ||
     { tail -30 "$OUT/logs/build-tune.log"; exit 1; }
+  step "instruction ceilings (mma.sync, FFMA; registers only)"
+  cmake --build build-gpu -j"$jobs" --target cufuse_bench_mma_peak >>"$OUT/logs/build-tune.log" 2>&1 &&
+    build-gpu/bench/cufuse_bench_mma_peak --json "$OUT/logs/mma_peak.json" | tee "$OUT/mma_peak.md"
   step "GEMM: cufuse-tune --exhaustive vs cuBLAS (same run)"
   timeout 480 build-gpu/src/cufuse-tune --dtypes ${GEMM_DTYPES:-f32,tf32,f16,bf16} --trans ${GEMM_TRANS:-NN,NT} \
     --shapes ${GEMM_SHAPES:-1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,512x4096x4096,128x4096x4096,32x4096x4096,4096x4096x128} \

@@ -83,21 +83,37 @@ TEST_CASE("gemm: TF32 wgmma truncates its inputs (the bound of the TF32 checks)"
   cufuse::gemm_options o;
   o.math = cufuse::gemm_math::tf32;
   const float a = 1.0f + 0x1p-11f + 0x1p-12f; // between two TF32 values, nearer the upper
-  // 1 x 4 times 4 x 1 (B given as 1 x 4, transposed): 16-byte rows, as the TMA variants need.
-  cufuse::tensor<float, 2> ta({1, 4}), tb({1, 4}), tc({1, 1});
+  // 4 x 4 x 4, every element of A = a, of B = 1: 16-byte rows, as the TMA variants need. NT
+  // reads both operands through the descriptors, TT and NN (run as C^T = B^T A^T) one operand
+  // through registers.
+  cufuse::tensor<float, 2> ta({4, 4}), tb({4, 4}), tc({4, 4});
   ta.fill(a);
   tb.fill(1.0f);
   int tried = 0;
-  for (const auto& v : cufuse::gemm_variants(ta, cufuse::transpose(tb), tc, o)) {
-    if (v.find("_tf32_wgmma_") == std::string::npos) {
-      continue;
+  for (int tr : {0, 1, 3}) {
+    const bool at = (tr & 2) != 0, bt = (tr & 1) != 0;
+    auto run = [&](const auto& av, const auto& bv) {
+      for (const auto& v : cufuse::gemm_variants(av, bv, tc, o)) {
+        if (v.find("_tf32_wgmma_") == std::string::npos) {
+          continue;
+        }
+        INFO(v << " layout " << (at ? 'T' : 'N') << (bt ? 'T' : 'N'));
+        o.variant = v;
+        tc.fill(std::nanf(""));
+        cufuse::gemm(av, bv, tc, 1.0f, 0.0f, cufuse::current_stream(), o);
+        for (float x : tc.download()) {
+          CHECK(x == 4.0f); // round to nearest would give 4 (1 + 2^-10)
+        }
+        ++tried;
+      }
+    };
+    if (at && bt) {
+      run(cufuse::transpose(ta), cufuse::transpose(tb));
+    } else if (bt) {
+      run(ta, cufuse::transpose(tb));
+    } else {
+      run(ta, tb);
     }
-    INFO(v);
-    o.variant = v;
-    tc.fill(std::nanf(""));
-    cufuse::gemm(ta, cufuse::transpose(tb), tc, 1.0f, 0.0f, cufuse::current_stream(), o);
-    CHECK(tc.download()[0] == 4.0f); // round to nearest would give 4 (1 + 2^-10)
-    ++tried;
   }
   // Wherever this build has sm_90a code for the device (FP16 wgmma variants), TF32 ones too.
   cufuse::tensor<__half, 2> h({64, 64});
@@ -188,6 +204,17 @@ TEST_CASE("gemm_batched: strided batches, every layout", "[gemm][api]") {
                                    3);
       }
     }
+    // TF32 wgmma: NT, TT (A through registers) and NN (run transposed).
+    cufuse::gemm_options tf32;
+    tf32.math = cufuse::gemm_math::tf32;
+    for (const auto& v : variants_for<float, float>({129, 200, 136}, l, tf32)) {
+      if (v.find("_tf32_wgmma_") != std::string::npos) {
+        INFO(v);
+        cufuse::gemm_options o = tf32;
+        o.variant = v;
+        check_gemm<float, float>({129, 200, 136}, l, {1.0f, 0.5f}, data_kind::reals, o, rng, 3);
+      }
+    }
     cufuse::gemm_options split;
     split.variant = "sm80_f16_mma_64x64x32_w2x2_s4_split4";
     check_gemm<__half, __half>({70, 66, 700}, l, {2.0f, 1.0f}, data_kind::reals, split, rng, 4);
@@ -239,13 +266,15 @@ TEST_CASE("gemm: 4096^3, every variant, sampled double reference and full cuBLAS
   cufuse::gemm_options t;
   t.math = cufuse::gemm_math::tf32;
   all(float{}, float{}, t);
-  // TF32 wgmma takes layout NT only.
-  for (const auto& v : variants_for<float, float>(d, {false, true, 0}, t)) {
-    if (v.find("_tf32_wgmma_") != std::string::npos) {
-      cufuse::gemm_options o = t;
-      o.variant = v;
-      check_gemm<float, float>(d, {false, true, 0}, {1.0f, 0.0f}, data_kind::small_integers, o, rng,
-                               1, true);
+  // TF32 wgmma: NN is in `all`; NT reads both operands through descriptors, TT A through
+  // registers.
+  for (const layout tl : {layout{false, true, 0}, layout{true, true, 0}}) {
+    for (const auto& v : variants_for<float, float>(d, tl, t)) {
+      if (v.find("_tf32_wgmma_") != std::string::npos) {
+        cufuse::gemm_options o = t;
+        o.variant = v;
+        check_gemm<float, float>(d, tl, {1.0f, 0.0f}, data_kind::small_integers, o, rng, 1, true);
+      }
     }
   }
   all(__half{}, __half{}, {});

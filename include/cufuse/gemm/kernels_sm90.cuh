@@ -141,6 +141,75 @@ CUFUSE_WGMMA_M64N256(__nv_bfloat16, "bf16", "k16", ", %131, %132")
 CUFUSE_WGMMA_M64N256(float, "tf32", "k8", "")
 #undef CUFUSE_WGMMA_M64N128
 #undef CUFUSE_WGMMA_M64N256
+
+/// TF32 wgmma with A from registers and B from shared memory (K-major). Per thread, A holds
+/// four 32-bit fragments of its warp's 16 rows: (row g, k q), (g + 8, q), (g, q + 4),
+/// (g + 8, q + 4) with g = lane / 4, q = lane % 4 (the mma.sync m16n8k8 layout).
+template <int N>
+struct wgmma_tf32_rs;
+template <>
+struct wgmma_tf32_rs<128> {
+  CUFUSE_DEVICE_FN static void run(float (&d)[64], const unsigned (&a)[4], std::uint64_t db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, "
+                 "%17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, "
+                 "%47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "
+                 "%62, %63}, "
+                 "{%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+                   "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+                   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+  }
+};
+template <>
+struct wgmma_tf32_rs<256> {
+  CUFUSE_DEVICE_FN static void run(float (&d)[128], const unsigned (&a)[4], std::uint64_t db) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, "
+        "%17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, "
+        "%47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "
+        "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, "
+        "%77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, "
+        "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, "
+        "%106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, "
+        "%119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+        "{%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+          "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
+          "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+          "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
+          "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
+          "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
+          "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
+          "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
+          "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+  }
+};
 #endif
 
 /// Descriptor of a 128-byte-swizzled operand tile at shared address `addr`. K-major: rows of 64
@@ -189,7 +258,14 @@ CUFUSE_DEVICE_FN void tma_load(unsigned dst, const CUtensorMap* map, unsigned ba
 
 /// C = alpha * op(A) op(B) + beta * C. TA: A is stored K x M (M-major); TB: B is stored N x K
 /// (K-major). `map_a` / `map_b` describe A and B as stored (3-D: inner, outer, batch).
-template <class Cfg, bool TA, bool TB, class Epi>
+///
+/// TF32 reads B K-major only. An M-major TF32 A (layout TT) goes through registers: each thread
+/// loads its wgmma A fragments from the swizzled tile with 8-byte shared loads. Its fragment
+/// rows g and g + 8 are mapped to two adjacent tile rows (`rs_row`), which makes each pair one
+/// load and spreads a half-warp over all 32 banks; the epilogue follows the same map. SwapC:
+/// the kernel computes C^T = op(B)^T op(A)^T, i.e. the host passed B as A and A as B with m
+/// and n exchanged (layout NN on TF32 becomes TT), and C is written transposed.
+template <class Cfg, bool TA, bool TB, class Epi, bool SwapC = false>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_b, gemm_args p) {
@@ -198,8 +274,13 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
   constexpr bool a_mn = TA;  // A stored K x M: M-major tiles
   constexpr bool b_mn = !TB; // B stored K x N: N-major tiles
-  static_assert(!Cfg::tf32 || (!a_mn && !b_mn),
-                "cufuse: TF32 wgmma reads both operands K-major (A as M x K, B as N x K)");
+  static_assert(!Cfg::tf32 || !b_mn,
+                "cufuse: TF32 wgmma reads B K-major (stored N x K); swap the operands for NN");
+  static_assert(!SwapC || (Cfg::tf32 && a_mn), "cufuse: SwapC is the TF32 NN form (A M-major)");
+  // TF32 with an M-major A: A fragments from registers (see above).
+  constexpr bool rs = Cfg::tf32 && a_mn;
+  // An M/N-major operand is loaded as boxes of 128 bytes of M/N (BK elements) x BK K-rows.
+  constexpr int mn_box = BK, mn_box_bytes = BK * 128;
   extern __shared__ unsigned char wgmma_smem_raw[];
   // Swizzle atoms must start on 1024-byte boundaries.
   unsigned char* base = reinterpret_cast<unsigned char*>(
@@ -249,15 +330,15 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
           mbar_expect_tx(full(s), Cfg::stage_bytes);
           const int k0 = t * BK;
           if constexpr (a_mn) {
-            for (int j = 0; j < BM / 64; ++j) {
-              tma_load(slot_a(s) + j * 8192, &map_a, full(s), w.m0 + 64 * j, k0, ba);
+            for (int j = 0; j < BM / mn_box; ++j) {
+              tma_load(slot_a(s) + j * mn_box_bytes, &map_a, full(s), w.m0 + mn_box * j, k0, ba);
             }
           } else {
             tma_load(slot_a(s), &map_a, full(s), k0, w.m0, ba);
           }
           if constexpr (b_mn) {
-            for (int j = 0; j < BN / 64; ++j) {
-              tma_load(slot_b(s) + j * 8192, &map_b, full(s), w.n0 + 64 * j, k0, bb);
+            for (int j = 0; j < BN / mn_box; ++j) {
+              tma_load(slot_b(s) + j * mn_box_bytes, &map_b, full(s), w.n0 + mn_box * j, k0, bb);
             }
           } else {
             tma_load(slot_b(s), &map_b, full(s), k0, w.n0, bb);
@@ -276,6 +357,18 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   const int cw = wg - 1;
   const int lane = tid & 31, warp = (tid % 128) / 32;
   const int g = lane >> 2, q = lane & 3;
+  // Register-A path: the tile row (within a 64-row MMA) that holds this thread's fragment row
+  // g; row g + 8 is the next one. Warp w covers rows 32 (w / 2) + 8 (w % 2) + {0..7, 16..23};
+  // lanes 0-15 then read 16-byte chunks {c, c ^ 4} of every K row, all 8 chunks per row.
+  const int rs_row =
+      32 * (warp >> 1) + 8 * (warp & 1) + 16 * ((g >> 1) & 1) + 4 * (g >> 2) + 2 * (g & 1);
+  // Byte offset of (row rs_row, k = kk) in an M-major TF32 tile of one 64-row MMA: boxes of 32
+  // rows x BK K-rows of 128 bytes, 16-byte chunks XOR-swizzled with the K row.
+  const auto rs_offset = [&](int kk) {
+    const int m = rs_row & 31;
+    return unsigned((rs_row >> 5) * mn_box_bytes + kk * 128 +
+                    ((((m >> 2) ^ (kk & 7)) << 4) | ((m & 3) << 2)));
+  };
   // Ping-pong: warpgroup cw takes the block's tiles i = cw, cw + 2, ...; named barrier 1 + cw
   // opens its main loop once the other warpgroup has issued its previous tile's MMAs, which
   // also keeps every slot it waits on at most one phase ahead.
@@ -300,29 +393,70 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
         acc[r][j] = 0.0f;
       }
     }
-    for (int t = 0; t < ktiles; ++t, ++it) {
-      const int s = it % S;
-      mbar_wait(full(s), (it / S) & 1);
-      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-      CUFUSE_UNROLL
-      for (int ks = 0; ks < BK / Cfg::mma_k; ++ks) {
-        // K-major: 16 K-elements are 32 bytes along the swizzled row; M/N-major: 16 K-rows of
-        // 128 bytes.
-        const unsigned b_addr = slot_b(s) + (b_mn ? ks * 2048 : ks * 32);
+    if constexpr (rs) {
+      // One MMA group per K step: a step's A fragments stay live until its group completes,
+      // which the wait of the step after next guarantees, so two fragment sets alternate
+      // (registers of a whole tile in flight would not fit beside 128 accumulators).
+      constexpr int KS = BK / Cfg::mma_k;
+      static_assert(KS % 2 == 0, "cufuse: the register-A path alternates two fragment sets");
+      unsigned fa[2][MA][4];
+      for (int t = 0; t < ktiles; ++t, ++it) {
+        const int s = it % S;
+        mbar_wait(full(s), (it / S) & 1);
         CUFUSE_UNROLL
-        for (int ma = 0; ma < MA; ++ma) {
-          const int row0 = ((PP ? 0 : cw) * MA + ma) * 64; // first tile row of this MMA
-          const unsigned a_addr =
-              slot_a(s) + (a_mn ? (row0 / 64) * 8192 + ks * 2048 : row0 * 128 + ks * 32);
-          wgmma_op<BN, T, a_mn ? 1 : 0, b_mn ? 1 : 0>::run(acc[ma], wgmma_desc<a_mn>(a_addr),
-                                                           wgmma_desc<b_mn>(b_addr));
+        for (int ks = 0; ks < KS; ++ks) {
+          unsigned(&f)[MA][4] = fa[ks & 1];
+          CUFUSE_UNROLL
+          for (int ma = 0; ma < MA; ++ma) {
+            const unsigned atom =
+                slot_a(s) + unsigned(((PP ? 0 : cw) * MA + ma) * (64 / mn_box) * mn_box_bytes);
+            asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                         : "=r"(f[ma][0]), "=r"(f[ma][1])
+                         : "r"(atom + rs_offset(ks * 8 + q))
+                         : "memory");
+            asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                         : "=r"(f[ma][2]), "=r"(f[ma][3])
+                         : "r"(atom + rs_offset(ks * 8 + q + 4))
+                         : "memory");
+          }
+          asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+          CUFUSE_UNROLL
+          for (int ma = 0; ma < MA; ++ma) {
+            wgmma_tf32_rs<BN>::run(acc[ma], f[ma], wgmma_desc<false>(slot_b(s) + ks * 32));
+          }
+          asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+          asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+          // After the first step's wait, the previous tile's last group is complete.
+          if (ks == 0 && t > 0 && lane == 0) {
+            mbar_arrive(empty((it - 1) % S));
+          }
         }
       }
-      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-      // The previous K tile's MMAs completed: its slot may be refilled.
-      if (t > 0 && lane == 0) {
-        mbar_arrive(empty((it - 1) % S));
+    } else {
+      for (int t = 0; t < ktiles; ++t, ++it) {
+        const int s = it % S;
+        mbar_wait(full(s), (it / S) & 1);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        CUFUSE_UNROLL
+        for (int ks = 0; ks < BK / Cfg::mma_k; ++ks) {
+          // K-major: 16 K-elements are 32 bytes along the swizzled row; M/N-major: 16 K-rows of
+          // 128 bytes.
+          const unsigned b_addr = slot_b(s) + (b_mn ? ks * 2048 : ks * 32);
+          CUFUSE_UNROLL
+          for (int ma = 0; ma < MA; ++ma) {
+            const int row0 = ((PP ? 0 : cw) * MA + ma) * 64; // first tile row of this MMA
+            const unsigned a_addr =
+                slot_a(s) + (a_mn ? (row0 / 64) * 8192 + ks * 2048 : row0 * 128 + ks * 32);
+            wgmma_op<BN, T, a_mn ? 1 : 0, b_mn ? 1 : 0>::run(acc[ma], wgmma_desc<a_mn>(a_addr),
+                                                             wgmma_desc<b_mn>(b_addr));
+          }
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        // The previous K tile's MMAs completed: its slot may be refilled.
+        if (t > 0 && lane == 0) {
+          mbar_arrive(empty((it - 1) % S));
+        }
       }
     }
     if constexpr (PP) {
@@ -335,16 +469,30 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
       mbar_arrive(empty((it - 1) % S));
     }
 
+    // Accumulator j * 4 + e sits at MMA row r (e < 2) or r' (e >= 2), column j * 8 + 2q + e % 2.
     CUFUSE_UNROLL
     for (int ma = 0; ma < MA; ++ma) {
-      const std::int64_t row = w.m0 + ((PP ? 0 : cw) * MA + ma) * 64 + warp * 16 + g;
+      const int r0 = ((PP ? 0 : cw) * MA + ma) * 64;
+      const std::int64_t r = w.m0 + r0 + (rs ? rs_row : warp * 16 + g);
+      const std::int64_t r_hi = rs ? r + 1 : r + 8;
       CUFUSE_UNROLL
       for (int j = 0; j < BN / 8; ++j) {
         const int col = w.n0 + j * 8 + 2 * q;
-        const float lo[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 1]};
-        const float hi[2] = {acc[ma][j * 4 + 2], acc[ma][j * 4 + 3]};
-        store_group<2>(p, w.c, row, col, lo, w.vec_ok, Epi{});
-        store_group<2>(p, w.c, row + 8, col, hi, w.vec_ok, Epi{});
+        if constexpr (SwapC) {
+          // MMA rows are columns of C (r, r + 1: adjacent), MMA columns its rows.
+          gemm_args pc = p;
+          pc.m = p.n;
+          pc.n = p.m;
+          const float c0[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 2]};
+          const float c1[2] = {acc[ma][j * 4 + 1], acc[ma][j * 4 + 3]};
+          store_group<2>(pc, w.c, col, int(r), c0, w.vec_ok, Epi{});
+          store_group<2>(pc, w.c, col + 1, int(r), c1, w.vec_ok, Epi{});
+        } else {
+          const float lo[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 1]};
+          const float hi[2] = {acc[ma][j * 4 + 2], acc[ma][j * 4 + 3]};
+          store_group<2>(p, w.c, r, col, lo, w.vec_ok, Epi{});
+          store_group<2>(p, w.c, r_hi, col, hi, w.vec_ok, Epi{});
+        }
       }
     }
   }

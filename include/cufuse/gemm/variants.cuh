@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cufuse::gemm_detail {
@@ -91,7 +92,7 @@ using wgmma16_variants =
     variant_list<wgmma_config<T, 128, 256, 4>, wgmma_config<T, 128, 128, 6>,
                  wgmma_config<T, 64, 128, 4, 2>, wgmma_config<T, 128, 128, 6, 1, true>>;
 
-/// TF32 on sm_90a: float inputs, layout NT only (see `layouts`); other layouts use mma.sync.
+/// TF32 on sm_90a: float inputs, layouts NN, NT and TT (see `layouts`); TN uses mma.sync.
 using wgmma_tf32_variants =
     variant_list<wgmma_config<float, 128, 256, 4>, wgmma_config<float, 128, 128, 6>,
                  wgmma_config<float, 64, 128, 4, 2>, wgmma_config<float, 128, 128, 6, 1, true>>;
@@ -157,7 +158,15 @@ constexpr auto kernel_of() {
     return &simt_gemm_kernel<Cfg, TA, TB, Epi>;
   } else if constexpr (is_wgmma<Cfg>::value) {
     if constexpr (Cfg::tf32) {
-      return &wgmma_gemm_kernel<Cfg, false, true, Epi>; // its only layout (`layouts`)
+      // B must be K-major: NT runs as is, TT with A through registers, NN as C^T = B^T A^T
+      // (operands exchanged by launch_variant). TN is not accepted (`layouts`).
+      if constexpr (TA && TB) {
+        return &wgmma_gemm_kernel<Cfg, true, true, Epi>;
+      } else if constexpr (!TA && !TB) {
+        return &wgmma_gemm_kernel<Cfg, true, true, Epi, true>;
+      } else {
+        return &wgmma_gemm_kernel<Cfg, false, true, Epi>;
+      }
     } else {
       return &wgmma_gemm_kernel<Cfg, TA, TB, Epi>;
     }
@@ -167,17 +176,27 @@ constexpr auto kernel_of() {
 }
 
 template <class Cfg, class Epi>
-cudaError_t launch_variant(const gemm_args& args, bool ta, bool tb, dim3 grid, int sms,
+cudaError_t launch_variant(const gemm_args& args_in, bool ta, bool tb, dim3 grid, int sms,
                            cudaStream_t stream) {
   const dim3 block(Cfg::threads);
   const auto k =
       ta ? (tb ? kernel_of<Cfg, true, true, Epi>() : kernel_of<Cfg, true, false, Epi>())
          : (tb ? kernel_of<Cfg, false, true, Epi>() : kernel_of<Cfg, false, false, Epi>());
   if constexpr (is_wgmma<Cfg>::value) {
+    // TF32 NN runs as C^T = B^T A^T: B in the role of A (M-major), A in the role of B
+    // (K-major), m and n exchanged; the kernel writes C transposed.
+    gemm_args args = args_in;
+    if (Cfg::tf32 && !ta && !tb) {
+      std::swap(args.a, args.b);
+      std::swap(args.lda, args.ldb);
+      std::swap(args.stride_a, args.stride_b);
+      std::swap(args.m, args.n);
+      ta = tb = true;
+    }
     // A K-major operand is one box of BK elements (128 bytes) x tile rows; an M/N-major one,
-    // boxes of 64 M/N-elements x 64 K-rows (see kernels_sm90.cuh). The two tensor maps depend
-    // only on addresses, shapes and strides: the last ones of this thread and variant are
-    // reused when a call repeats them (a training loop on the same buffers).
+    // boxes of BK M/N-elements (128 bytes) x BK K-rows (see kernels_sm90.cuh). The two tensor
+    // maps depend only on addresses, shapes and strides: the last ones of this thread and
+    // variant are reused when a call repeats them (a training loop on the same buffers).
     struct maps_key {
       const void* a;
       const void* b;
@@ -202,14 +221,14 @@ cudaError_t launch_variant(const gemm_args& args, bool ta, bool tb, dim3 grid, i
       const std::int64_t batch = grid.z;
       constexpr int bk = Cfg::BK;
       cudaError_t e = ta ? encode_tma_operand(&last.a, t, args.a, args.m, args.k, args.lda, batch,
-                                              args.stride_a, 64, 64)
+                                              args.stride_a, bk, bk)
                          : encode_tma_operand(&last.a, t, args.a, args.k, args.m, args.lda, batch,
                                               args.stride_a, bk, Cfg::BM);
       if (e == cudaSuccess) {
         e = tb ? encode_tma_operand(&last.b, t, args.b, args.k, args.n, args.ldb, batch,
                                     args.stride_b, bk, Cfg::BN)
                : encode_tma_operand(&last.b, t, args.b, args.n, args.k, args.ldb, batch,
-                                    args.stride_b, 64, 64);
+                                    args.stride_b, bk, bk);
       }
       if (e != cudaSuccess) {
         return e;
@@ -220,12 +239,13 @@ cudaError_t launch_variant(const gemm_args& args, bool ta, bool tb, dim3 grid, i
     const CUtensorMap& map_a = last.a;
     const CUtensorMap& map_b = last.b;
     // Persistent: each block walks tiles blockIdx.x, + gridDim.x, ... over every batch.
-    const unsigned tiles = grid.x * grid.z;
+    const unsigned tiles = unsigned((args.m + Cfg::BM - 1) / Cfg::BM) *
+                           unsigned((args.n + Cfg::BN - 1) / Cfg::BN) * grid.z;
     const unsigned resident = unsigned(std::max(sms, 1) * Cfg::min_blocks);
     k<<<dim3(std::min(tiles, resident)), block, Cfg::smem_bytes, stream>>>(map_a, map_b, args);
   } else {
     (void)sms;
-    k<<<grid, block, Cfg::smem_bytes, stream>>>(args);
+    k<<<grid, block, Cfg::smem_bytes, stream>>>(args_in);
   }
   return cudaSuccess;
 }
@@ -281,7 +301,9 @@ variant make_variant() {
     v.pingpong = Cfg::pingpong;
     v.tf32 = Cfg::tf32;
     if constexpr (Cfg::tf32) {
-      v.layouts = 1 << 1; // A as M x K, B as N x K (wgmma reads TF32 K-major only)
+      // NN, NT, TT: TF32 wgmma reads B K-major only (kernel_of); TN would need both operands
+      // transposed in shared memory.
+      v.layouts = (1 << 0) | (1 << 1) | (1 << 3);
     }
   } else {
     v.fam = family::mma;
