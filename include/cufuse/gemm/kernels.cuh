@@ -214,6 +214,22 @@ struct simt_tile_loader {
     }
   }
 
+  /// The same for a tile wholly inside the matrix: no bounds checks, vector loads only.
+  CUFUSE_DEVICE_FN void load_interior(const T* p, std::int64_t ld, int mn0, int k0, int tid) {
+    const T* tile = p + (KContig ? std::int64_t(mn0) * ld + k0 : std::int64_t(k0) * ld + mn0);
+    CUFUSE_UNROLL
+    for (int i = 0; i < per_thread; ++i) {
+      const int v = tid + i * Threads;
+      const int row = v / vec_per_row;
+      const int cv = (v % vec_per_row) * Vec;
+      const vec_t x = *reinterpret_cast<const vec_t*>(tile + std::int64_t(row) * ld + cv);
+      CUFUSE_UNROLL
+      for (int j = 0; j < Vec; ++j) {
+        reg[i][j] = to_float(x.v[j]);
+      }
+    }
+  }
+
   CUFUSE_DEVICE_FN void store(float* s, int tid) const {
     constexpr int stride = MN + 4;
     CUFUSE_UNROLL
@@ -267,12 +283,19 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) simt_gemm_kerne
     lb.store(sb, tid);
     __syncthreads();
   }
+  // Interior tiles (the whole BM x BN x BK block inside the matrices) load without checks.
+  const bool interior_mn = w.m0 + BM <= p.m && w.n0 + BN <= p.n;
   for (int t = 0; t < tiles; ++t) {
     const int cur = t & 1;
     if (t + 1 < tiles) {
       const int k0 = w.k_begin + (t + 1) * BK;
-      la.load(a, p.lda, w.m0, k0, p.m, w.k_end, tid);
-      lb.load(b, p.ldb, w.n0, k0, p.n, w.k_end, tid);
+      if (interior_mn && k0 + BK <= w.k_end) {
+        la.load_interior(a, p.lda, w.m0, k0, tid);
+        lb.load_interior(b, p.ldb, w.n0, k0, tid);
+      } else {
+        la.load(a, p.lda, w.m0, k0, p.m, w.k_end, tid);
+        lb.load(b, p.ldb, w.n0, k0, p.n, w.k_end, tid);
+      }
     }
     const float* ca = sa + cur * BK * SA;
     const float* cb = sb + cur * BK * SB;
