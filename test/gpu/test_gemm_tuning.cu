@@ -50,7 +50,9 @@ struct device_problem {
   }
 };
 
-/// Median time (seconds) of `runs` calls of `variant` after one warm-up call.
+/// Median time (seconds) of one call of `variant` over `runs` groups of 4 back-to-back calls
+/// after one warm-up call: a group's later calls queue behind the first, so the host's launch
+/// gap before an idle stream starts counts once per group, not once per call.
 template <class P>
 double time_variant(P& p, const cufuse::gemm_options& base, const std::string& variant, int runs) {
   cufuse::gemm_options o = base;
@@ -61,14 +63,17 @@ double time_variant(P& p, const cufuse::gemm_options& base, const std::string& v
   CUFUSE_CUDA_CHECK(cudaEventCreate(&e1));
   cufuse::gemm(p.a, p.b, p.c, 1.0f, 0.0f, s, o);
   std::vector<double> t;
+  constexpr int group = 4;
   for (int r = 0; r < runs; ++r) {
     CUFUSE_CUDA_CHECK(cudaEventRecord(e0, s));
-    cufuse::gemm(p.a, p.b, p.c, 1.0f, 0.0f, s, o);
+    for (int i = 0; i < group; ++i) {
+      cufuse::gemm(p.a, p.b, p.c, 1.0f, 0.0f, s, o);
+    }
     CUFUSE_CUDA_CHECK(cudaEventRecord(e1, s));
     CUFUSE_CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
     CUFUSE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms * 1e-3);
+    t.push_back(ms * 1e-3 / group);
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
@@ -116,7 +121,7 @@ void online_within_5pct(long long m, long long n, long long k, cufuse::gemm_opti
   const double t_chosen = time_variant(p, o, chosen, 15);
   INFO("committed " << chosen << " " << t_chosen * 1e6 << " us; exhaustive best " << best_name
                     << " " << best * 1e6 << " us over " << arms.size() << " variants");
-  CHECK(t_chosen <= 1.05 * best);
+  CHECK((chosen == best_name || t_chosen <= 1.05 * best));
 }
 
 } // namespace
