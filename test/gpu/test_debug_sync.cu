@@ -1,6 +1,5 @@
 // Built with CUFUSE_DEBUG_SYNC: every assignment synchronizes and checks, except under CUDA
 // Graph capture, where synchronizing is illegal and the check is skipped.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <cufuse/cufuse.cuh>
@@ -41,12 +40,4 @@ TEST_CASE("CUFUSE_DEBUG_SYNC: graph capture still works", "[debug_sync]") {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(g);
   cudaStreamDestroy(s);
-}
-
-int main(int argc, char** argv) {
-  if (!cufuse::device_available()) {
-    std::printf("no CUDA device: skipping the GPU tests\n");
-    return 77;
-  }
-  return Catch::Session().run(argc, argv);
 }

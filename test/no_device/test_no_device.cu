@@ -1,6 +1,5 @@
 // Run with no visible GPU (CTest sets CUDA_VISIBLE_DEVICES=-1; CI has none at all): device
 // tensors give a clear cuda_error and host tensors still work.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <cufuse/cufuse.cuh>

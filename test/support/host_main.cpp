@@ -1,3 +1,4 @@
-// Main of the host suites (they need no GPU).
+// Catch2's implementation and main() for the host suites (they need no GPU), compiled once by the
+// host compiler and linked into every host test executable.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
