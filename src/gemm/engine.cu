@@ -644,14 +644,16 @@ void online_step(key_state& ks, const problem& p, const device_state& d, cudaStr
   // host's launch path: a few microseconds that a short GEMM would count as its own. Such calls
   // run untimed, unless the caller keeps the stream idle (synchronizes after every call): after
   // 2 x arms of them, idle samples are taken anyway.
+  // An error from earlier work is left for the checked calls below to report; "not ready" is
+  // no error, and is never left behind as the last error.
   const cudaError_t q = cudaStreamQuery(stream);
-  if (q != cudaErrorNotReady) {
-    (void)cudaGetLastError(); // cudaSuccess, or an error the launch below reports
-    if (q == cudaSuccess && ks.idle_skips < 2 * static_cast<int>(ks.arms.size())) {
-      ++ks.idle_skips;
-      launch(ks.arms[arm], p, d, stream);
-      return;
-    }
+  if (q == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+  }
+  if (q == cudaSuccess && ks.idle_skips < 2 * static_cast<int>(ks.arms.size())) {
+    ++ks.idle_skips;
+    launch(ks.arms[arm], p, d, stream);
+    return;
   }
   key_state::sample s{arm, ks.take_event(), ks.take_event()};
   CUFUSE_CUDA_CHECK(cudaEventRecord(s.start, stream));
