@@ -51,6 +51,23 @@ synthetic_arms make_arms(int count, std::uint64_t seed, double scale = 1e-3) {
   return {t, 0.02, 0.05, std::mt19937_64(seed * 7919 + 1)};
 }
 
+/// Over `seeds` synthetic sweeps of `count` arms: how many commits were within 3% of the best,
+/// and the mean pulls. `config(count)` gives the bandit's configuration.
+template <class Config>
+std::pair<int, double> sweep(int count, int seeds, std::uint64_t seed_base, Config config) {
+  int good = 0;
+  long total_pulls = 0;
+  for (int s = 0; s < seeds; ++s) {
+    auto arms = make_arms(count, std::uint64_t(s) + seed_base);
+    cufuse::tune::ucb_bandit b(count, config(count));
+    const auto [arm, pulls] = run(b, arms);
+    good += arms.seconds[arm] <= 1.03 * arms.best();
+    total_pulls += pulls;
+    REQUIRE(pulls <= b.config().max_pulls);
+  }
+  return {good, double(total_pulls) / seeds};
+}
+
 } // namespace
 
 TEST_CASE("bandit: every arm is tried before any is exploited", "[tune][bandit]") {
@@ -71,18 +88,9 @@ TEST_CASE("bandit: commits to an arm within 3% of the best in >= 95% of seeds, w
           "[tune][bandit]") {
   const int seeds = 400;
   for (int count : {4, 12, 32}) {
-    int good = 0;
-    long total_pulls = 0;
-    for (int s = 0; s < seeds; ++s) {
-      auto arms = make_arms(count, std::uint64_t(s) + 1000 * count);
-      cufuse::tune::ucb_bandit b(count);
-      const auto [arm, pulls] = run(b, arms);
-      good += arms.seconds[arm] <= 1.03 * arms.best();
-      total_pulls += pulls;
-      REQUIRE(pulls <= b.config().max_pulls);
-    }
+    const auto [good, mean_pulls] =
+        sweep(count, seeds, 1000 * count, [](int) { return cufuse::tune::bandit_config{}; });
     const double exhaustive = 5.0 * count; // 5 timed samples of every arm
-    const double mean_pulls = double(total_pulls) / seeds;
     INFO(count << " arms: " << good << "/" << seeds << " within 3%, mean pulls " << mean_pulls
                << " vs exhaustive " << exhaustive);
     CHECK(good >= 0.95 * seeds);
@@ -168,17 +176,9 @@ TEST_CASE("bandit (GEMM configuration): within 3% of the best in >= 95% of seeds
           "[tune][bandit]") {
   const int seeds = 400;
   for (int count : {8, 14, 24}) {
-    int good = 0;
-    long total_pulls = 0;
-    for (int s = 0; s < seeds; ++s) {
-      auto arms = make_arms(count, std::uint64_t(s) + 7000 * count);
-      cufuse::tune::ucb_bandit b(count, cufuse::tune::gemm_bandit_config(count));
-      const auto [arm, pulls] = run(b, arms);
-      good += arms.seconds[arm] <= 1.03 * arms.best();
-      total_pulls += pulls;
-    }
+    const auto [good, mean_pulls] =
+        sweep(count, seeds, 7000 * count, cufuse::tune::gemm_bandit_config);
     const double exhaustive = 5.0 * count;
-    const double mean_pulls = double(total_pulls) / seeds;
     INFO(count << " arms: " << good << "/" << seeds << " within 3%, mean pulls " << mean_pulls
                << " vs exhaustive " << exhaustive);
     CHECK(good >= 0.95 * seeds);
