@@ -44,8 +44,9 @@ struct options {
   std::string json;
   bool exhaustive = false;
   bool cublas = true;
-  int samples = 5; // exhaustive samples per variant
-  int reruns = 10; // runs of the chosen variant and of cuBLAS for the reported speed
+  std::vector<std::string> only; // keep variants whose name contains one of these (profiling)
+  int samples = 5;               // exhaustive samples per variant
+  int reruns = 10;               // runs of the chosen variant and of cuBLAS for the reported speed
   int replays = 200;
 };
 
@@ -56,7 +57,7 @@ struct options {
       "usage: cufuse-tune --shapes MxNxK[,MxNxK...] | --shapes-file FILE\n"
       "         [--dtypes f32,tf32,f16,bf16] [--trans NN,NT,TN,TT] [--out-dtype same|f32]\n"
       "         [--batch B] [--file DB] [--exhaustive] [--samples N] [--json OUT]\n"
-      "         [--no-cublas]\n"
+      "         [--no-cublas] [--only SUBSTR[,SUBSTR...]]\n"
       "DB defaults to $CUFUSE_TUNE_FILE, else cufuse-tune.db\n",
       why.c_str());
   std::exit(2);
@@ -126,6 +127,8 @@ options parse(int argc, char** argv) {
       o.samples = std::max(1, std::atoi(value().c_str()));
     } else if (a == "--no-cublas") {
       o.cublas = false;
+    } else if (a == "--only") {
+      o.only = split(value(), ',');
     } else if (a == "--help" || a == "-h") {
       usage("help");
     } else {
@@ -161,6 +164,15 @@ __global__ void fill_uniform(T* p, long long n, unsigned seed) {
     x ^= x >> 15;
     p[i] = static_cast<T>(float(x & 0xffff) / 32768.0f - 1.0f);
   }
+}
+
+/// Spins one thread for `ns` nanoseconds of the GPU's global timer.
+__global__ void hold_stream(long long ns) {
+  long long t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
 }
 
 /// Device buffers for one (dtype, shape, transpose) key: `sets` rotating copies of A, B and C.
@@ -418,10 +430,27 @@ int main(int argc, char** argv) {
             p.stride_c = s.m * s.n;
             return p;
           };
-          const auto arms = cufuse::gemm_detail::valid_variants(problem_of(0), go);
+          auto arms = cufuse::gemm_detail::valid_variants(problem_of(0), go);
+          if (!opt.only.empty()) {
+            std::erase_if(arms, [&](const std::string& name) {
+              return std::none_of(opt.only.begin(), opt.only.end(), [&](const std::string& o) {
+                return name.find(o) != std::string::npos;
+              });
+            });
+            if (arms.empty()) {
+              std::printf("%-6s %-3s %lldx%lldx%lld: no valid variant matches --only\n", dt.c_str(),
+                          tr.c_str(), s.m, s.n, s.k);
+              continue;
+            }
+          }
           int rot = 0;
           auto time_one = [&](auto&& launch) {
             const int i = rot++ % sets;
+            // The stream is kept busy while the host enqueues the timed call, so its event pair
+            // brackets the kernel, not the host's launch path (a few microseconds, which on a
+            // 20-40 us problem would outweigh the differences between variants).
+            hold_stream<<<1, 1, 0, stream>>>(50'000);
+            CHECK(cudaGetLastError());
             CHECK(cudaEventRecord(e0, stream));
             launch(i);
             CHECK(cudaEventRecord(e1, stream));
