@@ -31,9 +31,9 @@ std::vector<dims> shapes_to_run() {
   case 0:
     return variant_shapes;
   case 1:
-    return {{7, 7, 7}, {129, 65, 127}, {65, 70, 1100}};
+    return {{7, 7, 7}, {129, 64, 127}, {65, 72, 1100}};
   default:
-    return {{65, 70, 1100}};
+    return {{65, 72, 1100}}; // n = 72: rows of whole 16-byte units, so TMA stores run too
   }
 }
 
@@ -45,7 +45,9 @@ void every_variant(cufuse::gemm_options opt, const std::string& name_filter, dat
   for (std::size_t si = 0; si < shapes.size(); ++si) {
     const dims d = shapes[si];
     for (int tr = 0; tr < 4; tr += quick_level() >= 2 ? 3 : 1) {
-      const layout l{(tr & 2) != 0, (tr & 1) != 0, 0};
+      // Every other case has an aligned C; with the scalings' beta = 0 cases that runs the
+      // wgmma kernels' TMA-store epilogue as well as their direct one.
+      const layout l{(tr & 2) != 0, (tr & 1) != 0, 0, (si + tr) % 2 == 0};
       const scaling sc = scalings[(si + tr) % 4];
       for (const std::string& v : variants_for<T, TC>(d, l, opt)) {
         if (v.find(name_filter) == std::string::npos) {
@@ -202,6 +204,11 @@ TEST_CASE("gemm_batched: strided batches, every layout", "[gemm][api]") {
         o.variant = v;
         check_gemm<__half, __half>({129, 200, 136}, l, {1.0f, 0.5f}, data_kind::integers, o, rng,
                                    3);
+        // beta = 0 and an aligned C: the TMA-store epilogue, batch as its third coordinate.
+        check_gemm<__half, __half>({129, 200, 136}, {l.ta, l.tb, 0, true}, {1.0f, 0.0f},
+                                   data_kind::integers, o, rng, 3);
+        check_gemm<__half, float>({129, 200, 136}, {l.ta, l.tb, 0, true}, {-2.0f, 0.0f},
+                                  data_kind::integers, o, rng, 3);
       }
     }
     // TF32 wgmma: NT, TT (A through registers) and NN (run transposed).
@@ -213,6 +220,8 @@ TEST_CASE("gemm_batched: strided batches, every layout", "[gemm][api]") {
         cufuse::gemm_options o = tf32;
         o.variant = v;
         check_gemm<float, float>({129, 200, 136}, l, {1.0f, 0.5f}, data_kind::reals, o, rng, 3);
+        check_gemm<float, float>({129, 200, 136}, {l.ta, l.tb, 0, true}, {1.0f, 0.0f},
+                                 data_kind::reals, o, rng, 3);
       }
     }
     cufuse::gemm_options split;
@@ -243,7 +252,7 @@ TEST_CASE("gemm: 4096^3, every variant, sampled double reference and full cuBLAS
           "[gemm][large]") {
   std::mt19937 rng(Catch::rngSeed() + 4096);
   const dims d{4096, 4096, 4096};
-  const layout l{false, false, 0};
+  const layout l{false, false, 0, true}; // aligned C: the wgmma kernels store through TMA
   auto all = [&](auto tag_a, auto tag_c, cufuse::gemm_options opt) {
     using T = decltype(tag_a);
     using TC = decltype(tag_c);
@@ -253,7 +262,8 @@ TEST_CASE("gemm: 4096^3, every variant, sampled double reference and full cuBLAS
       check_gemm<T, TC>(d, l, {1.0f, 0.0f}, data_kind::small_integers, o, rng, 1, true);
     }
   };
-  // The sm_90a TMA + wgmma variants: NN (in `all`) reads B N-major; TN reads A M-major too.
+  // The sm_90a TMA + wgmma variants: NN (in `all`) reads B N-major; TN reads A M-major too
+  // (and its C is unaligned: the direct-store epilogue at full size).
   for (const auto& v : variants_for<__nv_bfloat16, __nv_bfloat16>(d, {true, false, 0}, {})) {
     if (v.find("_wgmma_") != std::string::npos) {
       cufuse::gemm_options o;
@@ -268,7 +278,7 @@ TEST_CASE("gemm: 4096^3, every variant, sampled double reference and full cuBLAS
   all(float{}, float{}, t);
   // TF32 wgmma: NN is in `all`; NT reads both operands through descriptors, TT A through
   // registers.
-  for (const layout tl : {layout{false, true, 0}, layout{true, true, 0}}) {
+  for (const layout tl : {layout{false, true, 0, true}, layout{true, true, 0, true}}) {
     for (const auto& v : variants_for<float, float>(d, tl, t)) {
       if (v.find("_tf32_wgmma_") != std::string::npos) {
         cufuse::gemm_options o = t;

@@ -24,6 +24,10 @@ struct dims {
 struct layout {
   bool ta, tb;
   int unaligned; // 1: odd leading dimensions and pointers one element past an aligned address
+  /// C's leading dimension and batch stride multiples of 8 elements (16 bytes for 16-bit C):
+  /// with beta = 0 and rows of whole 16-byte units (n a multiple of 8, or of 4 for fp32 C) the
+  /// wgmma kernels then store C through TMA. Else ldc = n + 3 (odd strides).
+  bool aligned_c = false;
 };
 struct scaling {
   float alpha, beta;
@@ -122,13 +126,15 @@ void check_gemm(const dims& d, const layout& l, const scaling& sc, data_kind kin
                 const cufuse::gemm_options& opt, std::mt19937& rng, int batch = 1,
                 bool sampled = false) {
   INFO("m " << d.m << " n " << d.n << " k " << d.k << " op " << (l.ta ? 'T' : 'N')
-            << (l.tb ? 'T' : 'N') << " unaligned " << l.unaligned << " alpha " << sc.alpha
-            << " beta " << sc.beta << " batch " << batch << " variant '" << opt.variant << "'"
+            << (l.tb ? 'T' : 'N') << " unaligned " << l.unaligned << " aligned C " << l.aligned_c
+            << " alpha " << sc.alpha << " beta " << sc.beta << " batch " << batch << " variant '"
+            << opt.variant << "'"
             << " math " << int(opt.math));
   const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, batch);
   const auto sb = shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.unaligned, batch);
-  const long long ldc = d.n + 3; // three padding columns that must stay untouched
-  const long long stride_c = batch > 1 ? d.m * ldc + 5 : 0;
+  // Padding columns that must stay untouched: three, or 8 to 15 with an aligned C.
+  const long long ldc = l.aligned_c ? (d.n + 7) / 8 * 8 + 8 : d.n + 3;
+  const long long stride_c = batch > 1 ? d.m * ldc + (l.aligned_c ? 8 : 5) : 0;
   const long long na = l.unaligned + (batch - 1) * sa.stride + sa.rows * sa.ld;
   const long long nb = l.unaligned + (batch - 1) * sb.stride + sb.rows * sb.ld;
   const long long nc = (batch - 1) * stride_c + d.m * ldc;

@@ -49,12 +49,20 @@ struct wgmma_config {
   static constexpr int chunk = 16 / int(sizeof(T)); // TMA: 16-byte aligned bases and strides
   static constexpr int a_bytes = BM * 128, b_bytes = BN * 128;
   static constexpr int stage_bytes = a_bytes + b_bytes;
-  static constexpr int smem_bytes = stages * stage_bytes + 1024 + 2 * stages * 8;
+  /// Epilogue staging (TMA-store path): per consumer warpgroup, `epi_bufs` buffers of 8 KiB,
+  /// each one 64-row MMA atom x 128 bytes of columns. Two let a warpgroup fill one while the
+  /// previous store still reads the other; a 2-blocks-per-SM tile has room for one.
+  static constexpr int epi_buf_bytes = 8192;
+  static constexpr int epi_bufs = MinBlocks_ == 1 ? 2 : 1;
+  static constexpr int epi_bytes = consumers * epi_bufs * epi_buf_bytes;
+  static constexpr int smem_bytes = stages * stage_bytes + epi_bytes + 1024 + 2 * stages * 8;
   static_assert(m_atoms * BN <= 256, "cufuse: a wgmma consumer holds at most 128 accumulators");
   static_assert(BM == 64 || BM == 128 || BM == 256, "cufuse: wgmma tiles are 64, 128 or 256 rows");
   static_assert(BN == 128 || BN == 256, "cufuse: wgmma tiles are 128 or 256 columns wide");
   static_assert(smem_bytes <= 227 * 1024,
                 "cufuse: wgmma tile ring exceeds 227 KiB of shared memory");
+  static_assert(min_blocks * (smem_bytes + 1024) <= 228 * 1024,
+                "cufuse: wgmma blocks per SM do not fit the SM's 228 KiB of shared memory");
 };
 
 template <int N, class T, int TransA, int TransB>
@@ -203,6 +211,48 @@ CUFUSE_DEVICE_FN void tma_load(unsigned dst, const CUtensorMap* map, unsigned ba
                : "memory");
 }
 
+/// TMA store: copies the box at shared `src` to coordinates (c0, c1, c2) of `map` (elements
+/// outside the tensor are not written), as part of this thread's current bulk group.
+CUFUSE_DEVICE_FN void tma_store(const CUtensorMap* map, unsigned src, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+          reinterpret_cast<std::uint64_t>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+CUFUSE_DEVICE_FN void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+/// Waits until at most N of this thread's bulk groups still read shared memory.
+template <int N>
+CUFUSE_DEVICE_FN void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+/// Waits until every bulk group of this thread has completed (its writes are done).
+CUFUSE_DEVICE_FN void bulk_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+/// Makes this thread's shared-memory writes visible to the async proxy (TMA).
+CUFUSE_DEVICE_FN void fence_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+CUFUSE_DEVICE_FN void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+CUFUSE_DEVICE_FN void st_shared_b32(unsigned addr, unsigned v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+CUFUSE_DEVICE_FN void st_shared_f32x2(unsigned addr, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(x), "f"(y) : "memory");
+}
+/// Two floats as one 32-bit pair of 16-bit outputs (f16 or bf16, round to nearest even).
+CUFUSE_DEVICE_FN unsigned pack_out16(float x, float y, int t) {
+  if (t == int(dtype::f16)) {
+    const __half2 h = __floats2half2_rn(x, y);
+    return *reinterpret_cast<const unsigned*>(&h);
+  }
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+  return *reinterpret_cast<const unsigned*>(&h);
+}
+
 /// C = alpha * op(A) op(B) + beta * C. TA: A is stored K x M (M-major); TB: B is stored N x K
 /// (K-major). `map_a` / `map_b` describe A and B as stored (3-D: inner, outer, batch).
 ///
@@ -212,10 +262,19 @@ CUFUSE_DEVICE_FN void tma_load(unsigned dst, const CUtensorMap* map, unsigned ba
 /// load and spreads a half-warp over all 32 banks; the epilogue follows the same map. SwapC:
 /// the kernel computes C^T = op(B)^T op(A)^T, i.e. the host passed B as A and A as B with m
 /// and n exchanged (layout NN on TF32 becomes TT), and C is written transposed.
+///
+/// Epilogue. With `p.epi_tma` (set by the host when beta == 0 and C suits TMA: 16-byte aligned
+/// base, leading dimension and batch stride) each consumer warpgroup converts its accumulators
+/// to C's type into a 128-byte-swizzled shared buffer, one 64-row MMA atom x 128 bytes of
+/// columns at a time, and one thread stores the buffer with a TMA copy (`map_c`: C as stored,
+/// boxes of 128 bytes x 64 rows; SwapC: two 32 x 32 boxes of the transposed tile). The stores
+/// run asynchronously under the next chunk and the next tile's main loop. Otherwise the
+/// accumulators go straight to global memory (beta != 0 reads C there).
 template <class Cfg, bool TA, bool TB, class Epi, bool SwapC = false>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
-                      const __grid_constant__ CUtensorMap map_b, gemm_args p) {
+                      const __grid_constant__ CUtensorMap map_b,
+                      const __grid_constant__ CUtensorMap map_c, gemm_args p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Cfg::element;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
@@ -233,7 +292,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   unsigned char* base = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<std::uintptr_t>(wgmma_smem_raw) + 1023) & ~std::uintptr_t(1023));
   const unsigned ring = smem_addr(base);
-  const unsigned bars = ring + S * Cfg::stage_bytes; // full[S], then empty[S]
+  const unsigned epi_smem = ring + S * Cfg::stage_bytes; // epilogue buffers (1024-aligned)
+  const unsigned bars = epi_smem + Cfg::epi_bytes;       // full[S], then empty[S]
   auto full = [&](int s) { return bars + 8u * unsigned(s); };
   auto empty = [&](int s) { return bars + 8u * unsigned(S + s); };
   auto slot_a = [&](int s) { return ring + unsigned(s * Cfg::stage_bytes); };
@@ -322,6 +382,13 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   const int step = PP ? 2 : 1;
   int i = PP ? cw : 0; // the block's tile counter
   int it = 0;
+  // TMA-store epilogue: this warpgroup's buffers, its chunk counter (buffer = chunk % bufs),
+  // the thread that issues its stores, and its named barrier (1 and 2 are the ping-pong's).
+  constexpr int EB = Cfg::epi_bufs;
+  const unsigned epi_base = epi_smem + unsigned(cw * EB * Cfg::epi_buf_bytes);
+  const bool epi_leader = tid % 128 == 0;
+  const int epi_bar = 3 + cw;
+  int epi_n = 0;
   for (int tile = static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x); tile < work;
        tile += step * static_cast<int>(gridDim.x), i += step) {
     const int batch = tile / tiles;
@@ -416,36 +483,128 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
       mbar_arrive(empty((it - 1) % S));
     }
 
-    // Accumulator j * 4 + e sits at MMA row r (e < 2) or r' (e >= 2), column j * 8 + 2q + e % 2.
-    CUFUSE_UNROLL
-    for (int ma = 0; ma < MA; ++ma) {
-      const int r0 = ((PP ? 0 : cw) * MA + ma) * 64;
-      const std::int64_t r = w.m0 + r0 + (rs ? rs_row : warp * 16 + g);
-      const std::int64_t r_hi = rs ? r + 1 : r + 8;
+    // Accumulator j * 4 + e sits at MMA row r (e < 2) or r' (e >= 2), column j * 8 + 2q + e % 2
+    // (register-A path: rows rs_row and rs_row + 1).
+    if (p.epi_tma) {
+      const int bc = p.stride_c != 0 ? batch : 0;
+      // A chunk: wait until its buffer's previous store has read it, fill it, publish it to the
+      // async proxy, and let the warpgroup's leader store it.
+      auto begin_chunk = [&]() {
+        if (epi_leader) {
+          bulk_wait_read<EB - 1>();
+        }
+        named_barrier(epi_bar, 128);
+        return epi_base + unsigned((epi_n % EB) * Cfg::epi_buf_bytes);
+      };
+      auto end_chunk = [&]() {
+        fence_async_shared();
+        named_barrier(epi_bar, 128);
+        ++epi_n;
+      };
+      auto out = [&](int ma, int e) { return Epi{}(acc[ma][e], p.alpha, 0.0f, nullptr, 0, 0); };
+      auto store_tiles = [&](auto out_size) {
+        [[maybe_unused]] constexpr int OS = decltype(out_size)::value; // bytes per C element
+        CUFUSE_UNROLL
+        for (int ma = 0; ma < MA; ++ma) {
+          const int r0 = ((PP ? 0 : cw) * MA + ma) * 64; // the atom's first row in the tile
+          if constexpr (SwapC) {
+            // MMA rows are C's columns: a chunk is 32 MMA columns (C rows) x 64 MMA rows, held
+            // as two 32 x 32 boxes of C; rows rs_row, rs_row + 1 are adjacent C columns.
+            const int box = rs_row >> 5, rr = rs_row & 31;
+            const auto off = [&](int cr) {
+              return unsigned(box * 4096 + cr * 128 + (((rr >> 2) ^ (cr & 7)) << 4) + (rr & 3) * 4);
+            };
+            CUFUSE_UNROLL
+            for (int ch = 0; ch < BN / 32; ++ch) {
+              const unsigned buf = begin_chunk();
+              CUFUSE_UNROLL
+              for (int jj = 0; jj < 4; ++jj) {
+                const int j = ch * 4 + jj, c = jj * 8 + 2 * q;
+                st_shared_f32x2(buf + off(c), out(ma, j * 4 + 0), out(ma, j * 4 + 2));
+                st_shared_f32x2(buf + off(c + 1), out(ma, j * 4 + 1), out(ma, j * 4 + 3));
+              }
+              end_chunk();
+              if (epi_leader) {
+                tma_store(&map_c, buf, w.m0 + r0, w.n0 + ch * 32, bc);
+                tma_store(&map_c, buf + 4096, w.m0 + r0 + 32, w.n0 + ch * 32, bc);
+                bulk_commit();
+              }
+            }
+          } else {
+            // A chunk is the atom's 64 rows x 128 bytes of columns; 16-byte units XOR-swizzled
+            // with the row (the map's 128-byte swizzle), so a warp's stores hit distinct banks.
+            constexpr int CW = 128 / OS;
+            const int ra = rs ? rs_row : warp * 16 + g;
+            const int rb = rs ? ra + 1 : ra + 8;
+            CUFUSE_UNROLL
+            for (int ch = 0; ch < BN / CW; ++ch) {
+              const unsigned buf = begin_chunk();
+              CUFUSE_UNROLL
+              for (int jj = 0; jj < CW / 8; ++jj) {
+                const int j = ch * (CW / 8) + jj;
+                if constexpr (OS == 2) {
+                  st_shared_b32(buf + unsigned(ra * 128 + ((jj ^ (ra & 7)) << 4) + 4 * q),
+                                pack_out16(out(ma, j * 4 + 0), out(ma, j * 4 + 1), p.out_type));
+                  st_shared_b32(buf + unsigned(rb * 128 + ((jj ^ (rb & 7)) << 4) + 4 * q),
+                                pack_out16(out(ma, j * 4 + 2), out(ma, j * 4 + 3), p.out_type));
+                } else {
+                  const int u = 2 * jj + (q >> 1), within = (q & 1) * 8;
+                  st_shared_f32x2(buf + unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within),
+                                  out(ma, j * 4 + 0), out(ma, j * 4 + 1));
+                  st_shared_f32x2(buf + unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within),
+                                  out(ma, j * 4 + 2), out(ma, j * 4 + 3));
+                }
+              }
+              end_chunk();
+              if (epi_leader) {
+                tma_store(&map_c, buf, w.n0 + ch * CW, w.m0 + r0, bc);
+                bulk_commit();
+              }
+            }
+          }
+        }
+      };
+      if (p.out_type == int(dtype::f32)) {
+        store_tiles(std::integral_constant<int, 4>{});
+      } else if constexpr (!SwapC) {
+        store_tiles(std::integral_constant<int, 2>{});
+      }
+    } else {
+      // Direct stores from the accumulators (beta != 0 reads C here).
       CUFUSE_UNROLL
-      for (int j = 0; j < BN / 8; ++j) {
-        const int col = w.n0 + j * 8 + 2 * q;
-        if constexpr (SwapC) {
-          // MMA rows are columns of C (r, r + 1: adjacent), MMA columns its rows.
-          gemm_args pc = p;
-          pc.m = p.n;
-          pc.n = p.m;
-          const float c0[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 2]};
-          const float c1[2] = {acc[ma][j * 4 + 1], acc[ma][j * 4 + 3]};
-          store_group<2>(pc, w.c, col, int(r), c0, w.vec_ok, Epi{});
-          store_group<2>(pc, w.c, col + 1, int(r), c1, w.vec_ok, Epi{});
-        } else {
-          const float lo[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 1]};
-          const float hi[2] = {acc[ma][j * 4 + 2], acc[ma][j * 4 + 3]};
-          store_group<2>(p, w.c, r, col, lo, w.vec_ok, Epi{});
-          store_group<2>(p, w.c, r_hi, col, hi, w.vec_ok, Epi{});
+      for (int ma = 0; ma < MA; ++ma) {
+        const int r0 = ((PP ? 0 : cw) * MA + ma) * 64;
+        const std::int64_t r = w.m0 + r0 + (rs ? rs_row : warp * 16 + g);
+        const std::int64_t r_hi = rs ? r + 1 : r + 8;
+        CUFUSE_UNROLL
+        for (int j = 0; j < BN / 8; ++j) {
+          const int col = w.n0 + j * 8 + 2 * q;
+          if constexpr (SwapC) {
+            // MMA rows are columns of C (r, r + 1: adjacent), MMA columns its rows.
+            gemm_args pc = p;
+            pc.m = p.n;
+            pc.n = p.m;
+            const float c0[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 2]};
+            const float c1[2] = {acc[ma][j * 4 + 1], acc[ma][j * 4 + 3]};
+            store_group<2>(pc, w.c, col, int(r), c0, w.vec_ok, Epi{});
+            store_group<2>(pc, w.c, col + 1, int(r), c1, w.vec_ok, Epi{});
+          } else {
+            const float lo[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 1]};
+            const float hi[2] = {acc[ma][j * 4 + 2], acc[ma][j * 4 + 3]};
+            store_group<2>(p, w.c, r, col, lo, w.vec_ok, Epi{});
+            store_group<2>(p, w.c, r_hi, col, hi, w.vec_ok, Epi{});
+          }
         }
       }
     }
   }
+  if (epi_leader) {
+    bulk_wait_all(); // the block's shared memory must outlive its last stores
+  }
 #else
   (void)map_a;
   (void)map_b;
+  (void)map_c;
   (void)p;
   __trap(); // never launched: the host checks the kernel's binary architecture first
 #endif

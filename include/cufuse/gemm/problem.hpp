@@ -70,6 +70,7 @@ struct gemm_args {
   int splits, k_chunk;
   float alpha, beta;
   int out_type; // dtype of C as int (the workspace of split-K is f32)
+  int epi_tma;  // wgmma kernels: store C through shared memory and TMA (set by the launcher)
 };
 
 } // namespace gemm_detail

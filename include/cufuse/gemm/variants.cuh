@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <string>
 #include <utility>
@@ -186,35 +187,54 @@ cudaError_t launch_variant(const gemm_args& args_in, bool ta, bool tb, dim3 grid
     // TF32 NN runs as C^T = B^T A^T: B in the role of A (M-major), A in the role of B
     // (K-major), m and n exchanged; the kernel writes C transposed.
     gemm_args args = args_in;
-    if (Cfg::tf32 && !ta && !tb) {
+    const bool swapped = Cfg::tf32 && !ta && !tb;
+    if (swapped) {
       std::swap(args.a, args.b);
       std::swap(args.lda, args.ldb);
       std::swap(args.stride_a, args.stride_b);
       std::swap(args.m, args.n);
       ta = tb = true;
     }
+    // C through shared memory and TMA stores when beta == 0 (nothing to read), C's base,
+    // leading dimension and batch stride are 16-byte multiples (TMA's rule), and so is its
+    // row length: a TMA store writes whole 16-byte units, so past a row's end it would write
+    // the padding up to the next 16 bytes. Else direct stores. CUFUSE_GEMM_TMA_STORE=0
+    // forces direct stores (for comparisons).
+    static const bool tma_store_allowed = [] {
+      const char* e = std::getenv("CUFUSE_GEMM_TMA_STORE");
+      return e == nullptr || std::string(e) != "0";
+    }();
+    const std::int64_t out_size = args.out_type == int(dtype::f32) ? 4 : 2;
+    const bool batched_c = grid.z > 1 && args.stride_c != 0;
+    const std::int64_t c_cols = swapped ? args.m : args.n;
+    args.epi_tma = tma_store_allowed && args.beta == 0.0f && (c_cols * out_size) % 16 == 0 &&
+                   (!Cfg::tf32 || args.out_type == int(dtype::f32)) &&
+                   reinterpret_cast<std::uintptr_t>(args.c) % 16 == 0 &&
+                   (args.ldc * out_size) % 16 == 0 &&
+                   (!batched_c || (args.stride_c * out_size) % 16 == 0);
     // A K-major operand is one box of BK elements (128 bytes) x tile rows; an M/N-major one,
-    // boxes of BK M/N-elements (128 bytes) x BK K-rows (see kernels_sm90.cuh). The two tensor
-    // maps depend only on addresses, shapes and strides: the last ones of this thread and
-    // variant are reused when a call repeats them (a training loop on the same buffers).
+    // boxes of BK M/N-elements (128 bytes) x BK K-rows (see kernels_sm90.cuh). The tensor maps
+    // depend only on addresses, shapes and strides: the last ones of this thread and variant
+    // are reused when a call repeats them (a training loop on the same buffers).
     struct maps_key {
       const void* a;
       const void* b;
-      std::int64_t lda, ldb, stride_a, stride_b;
-      int m, n, k;
+      const void* c;
+      std::int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
+      int m, n, k, out_type, epi_tma;
       unsigned batch;
-      bool ta, tb;
+      bool ta, tb, swapped;
       bool operator==(const maps_key&) const = default;
     };
     struct maps_cache {
       maps_key key{};
       bool valid = false;
-      CUtensorMap a, b;
+      CUtensorMap a, b, c;
     };
     thread_local maps_cache last;
-    const maps_key key{args.a,        args.b,        args.lda, args.ldb,
-                       args.stride_a, args.stride_b, args.m,   args.n,
-                       args.k,        grid.z,        ta,       tb};
+    const maps_key key{args.a,        args.b,        args.c,        args.lda, args.ldb, args.ldc,
+                       args.stride_a, args.stride_b, args.stride_c, args.m,   args.n,   args.k,
+                       args.out_type, args.epi_tma,  grid.z,        ta,       tb,       swapped};
     if (!last.valid || !(last.key == key)) {
       last.valid = false;
       const dtype t = dtype_of<typename Cfg::element>();
@@ -230,6 +250,16 @@ cudaError_t launch_variant(const gemm_args& args_in, bool ta, bool tb, dim3 grid
                : encode_tma_operand(&last.b, t, args.b, args.n, args.k, args.ldb, batch,
                                     args.stride_b, bk, bk);
       }
+      last.c = CUtensorMap{};
+      if (e == cudaSuccess && args.epi_tma) {
+        // C as stored: args.m x args.n, or args.n x args.m (columns first) for the swapped
+        // TF32 NN form, whose tile is written as two 32 x 32 boxes per 64-row atom.
+        const dtype out = static_cast<dtype>(args.out_type);
+        const std::int64_t rows = swapped ? args.n : args.m;
+        const int box_inner = swapped ? 32 : int(128 / out_size), box_outer = swapped ? 32 : 64;
+        e = encode_tma_operand(&last.c, out, args.c, c_cols, rows, args.ldc, batch, args.stride_c,
+                               box_inner, box_outer);
+      }
       if (e != cudaSuccess) {
         return e;
       }
@@ -238,11 +268,13 @@ cudaError_t launch_variant(const gemm_args& args_in, bool ta, bool tb, dim3 grid
     }
     const CUtensorMap& map_a = last.a;
     const CUtensorMap& map_b = last.b;
+    const CUtensorMap& map_c = last.c;
     // Persistent: each block walks tiles blockIdx.x, + gridDim.x, ... over every batch.
     const unsigned tiles = unsigned((args.m + Cfg::BM - 1) / Cfg::BM) *
                            unsigned((args.n + Cfg::BN - 1) / Cfg::BN) * grid.z;
     const unsigned resident = unsigned(std::max(sms, 1) * Cfg::min_blocks);
-    k<<<dim3(std::min(tiles, resident)), block, Cfg::smem_bytes, stream>>>(map_a, map_b, args);
+    k<<<dim3(std::min(tiles, resident)), block, Cfg::smem_bytes, stream>>>(map_a, map_b, map_c,
+                                                                           args);
   } else {
     (void)sms;
     k<<<grid, block, Cfg::smem_bytes, stream>>>(args_in);
