@@ -8,13 +8,15 @@
 ///     copies of the A and B tiles (they complete the transaction on `full`).
 ///   consumers (warpgroups 1..): wait on `full`, issue the tile's wgmma group, keep one group in
 ///     flight, and release the previous tile's slot on `empty` once its MMAs completed.
-///   The epilogue runs in the consumers straight from the accumulators.
+///   The epilogue runs in the consumers: through shared memory and TMA stores when beta == 0
+///   and C suits TMA, else straight from the accumulators (see wgmma_gemm_kernel).
 ///
 /// Both operands land in the 128-byte-swizzled layout the descriptors name. A K-major operand
 /// (A as M x K, B as N x K) is one TMA box of 128 bytes of K (64 16-bit elements, 32 TF32) x
 /// rows; a 16-bit M/N-major operand (A as K x M, B as K x N) is rows/64 boxes of 64
 /// M/N-elements x 64 K-rows, and its descriptor sets the transpose bit, so every 16-bit layout
-/// (NN, NT, TN, TT) runs here; TF32 is K-major only (layout NT). TMA zero-fills whatever lies
+/// (NN, NT, TN, TT) runs here; TF32 reads B K-major only (NT directly, TT with A through
+/// registers, NN as C^T = B^T A^T; TN stays on mma.sync). TMA zero-fills whatever lies
 /// outside the matrix, so M, N and K tails need no special path. Persistent: a block walks
 /// tiles until the problem (all batches) is done. Compiled only for sm_90a (src/CMakeLists.txt).
 #pragma once
@@ -264,9 +266,10 @@ CUFUSE_DEVICE_FN unsigned pack_out16(float x, float y, int t) {
 /// and n exchanged (layout NN on TF32 becomes TT), and C is written transposed.
 ///
 /// Epilogue. With `p.epi_tma` (set by the host when beta == 0 and C suits TMA: 16-byte aligned
-/// base, leading dimension and batch stride) each consumer warpgroup converts its accumulators
-/// to C's type into a 128-byte-swizzled shared buffer, one 64-row MMA atom x 128 bytes of
-/// columns at a time, and one thread stores the buffer with a TMA copy (`map_c`: C as stored,
+/// base, leading dimension and batch stride, and rows of whole 16-byte units, since a TMA store
+/// writes whole 16-byte units even past a row's end) each consumer warpgroup converts its
+/// accumulators to C's type into a 128-byte-swizzled shared buffer, one 64-row MMA atom x 128 bytes
+/// of columns at a time, and one thread stores the buffer with a TMA copy (`map_c`: C as stored,
 /// boxes of 128 bytes x 64 rows; SwapC: two 32 x 32 boxes of the transposed tile). The stores
 /// run asynchronously under the next chunk and the next tile's main loop. Otherwise the
 /// accumulators go straight to global memory (beta != 0 reads C there).
@@ -501,6 +504,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
         named_barrier(epi_bar, 128);
         ++epi_n;
       };
+      // beta == 0 on this path: the epilogue never reads C.
       auto out = [&](int ma, int e) { return Epi{}(acc[ma][e], p.alpha, 0.0f, nullptr, 0, 0); };
       auto store_tiles = [&](auto out_size) {
         [[maybe_unused]] constexpr int OS = decltype(out_size)::value; // bytes per C element
