@@ -1,0 +1,160 @@
+// Shared-memory addressing of the mma.sync kernels, checked on the host (no GPU) for every
+// configuration of the variant lists and all four layouts:
+// - the main loop's precomputed fragment offsets (mma_frag_layout: per-thread base, one XOR
+//   per compile-time column offset) equal the direct swizzle of the row and column each lane
+//   must read, written out here from the PTX ISA's ldmatrix and mma fragment layouts;
+// - the planned cp.async copies (mma_tile_copier) land where the checked loader puts them, and
+//   the threads' copies cover every 16-byte chunk of a stage exactly once.
+#include <cufuse/gemm/variants.cuh>
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+namespace {
+using namespace cufuse::gemm_detail;
+
+/// The element a lane's read must address, from first principles. f16/bf16: the row address a
+/// lane supplies to ldmatrix .x4 (matrix j = lane / 8, row lane % 8), matrices ordered as the
+/// mma fragment registers. TF32: the element the lane itself reads for register e (scalar
+/// reads), or the row address for ldmatrix on 32-bit elements seen as b16 pairs.
+template <class Cfg, bool TA, bool TB>
+struct reference {
+  static int a(int wm, int lane, int mi, int ks, int e) {
+    const int m0 = wm * Cfg::WTM + mi * 16;
+    const int j = lane >> 3, r = lane & 7;
+    if constexpr (!Cfg::tf32) {
+      // A fragment registers: (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (8-15,
+      // 8-15)
+      const int m = m0 + r + (j & 1) * 8, k = ks * 16 + (j >> 1) * 8;
+      if constexpr (!TA) {
+        return swz<Cfg::BK, Cfg::chunk, false>(m, k); // [m][k]: row m, 8 k-contiguous elements
+      } else {
+        // [k][m] with .trans: matrix j is read as rows k..k+7 at column m
+        const int kk = ks * 16 + (j >> 1) * 8 + r, mm = m0 + (j & 1) * 8;
+        return swz<Cfg::BM, Cfg::chunk, false>(kk, mm);
+      }
+    } else {
+      const int g = lane >> 2, t = lane & 3;
+      if constexpr (!TA) { // ldmatrix: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+        return swz<Cfg::BK, Cfg::chunk, false>(m0 + r + (j & 1) * 8, ks * 8 + (j >> 1) * 4);
+      } else { // scalar reads of [k][m]
+        return swz<Cfg::BM, Cfg::chunk, true>(ks * 8 + t + (e >> 1) * 4, m0 + g + (e & 1) * 8);
+      }
+    }
+  }
+
+  static int b(int wn, int lane, int jn, int ks, int e) {
+    const int j = lane >> 3, r = lane & 7;
+    if constexpr (!Cfg::tf32) {
+      // registers: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
+      const int n0 = wn * Cfg::WTN + jn * 16 + (j >> 1) * 8;
+      if constexpr (TB) {
+        return swz<Cfg::BK, Cfg::chunk, false>(n0 + r, ks * 16 + (j & 1) * 8); // [n][k]
+      } else {
+        return swz<Cfg::BN, Cfg::chunk, false>(ks * 16 + (j & 1) * 8 + r, n0); // [k][n], .trans
+      }
+    } else {
+      const int g = lane >> 2, t = lane & 3;
+      if constexpr (TB) { // ldmatrix: b0 (k t, n g), b1 (k t + 4, n g), then n + 8
+        const int n0 = wn * Cfg::WTN + jn * 16 + (j >> 1) * 8;
+        return swz<Cfg::BK, Cfg::chunk, false>(n0 + r, ks * 8 + (j & 1) * 4);
+      } else { // scalar reads of [k][n]; jn numbers n8 blocks here
+        return swz<Cfg::BN, Cfg::chunk, true>(ks * 8 + t + e * 4, wn * Cfg::WTN + jn * 8 + g);
+      }
+    }
+  }
+};
+
+template <class Cfg, bool TA, bool TB>
+void check_fragments(std::vector<std::string>& bad) {
+  using L = mma_frag_layout<Cfg, TA, TB>;
+  using R = reference<Cfg, TA, TB>;
+  const std::string where = variant_name<Cfg>() + (TA ? " T" : " N") + (TB ? "T" : "N");
+  constexpr int KS = Cfg::BK / Cfg::MMA_K;
+  for (int w = 0; w < Cfg::WM * Cfg::WN; ++w) {
+    const int wm = w / Cfg::WN, wn = w % Cfg::WN;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int ab = L::a_base(wm, lane), bb = L::b_base(wn, lane);
+      for (int ks = 0; ks < KS; ++ks) {
+        for (int mi = 0; mi < Cfg::MI; ++mi) {
+          for (int e = 0; e < (L::a_ldsm ? 1 : 4); ++e) {
+            if (L::a_off(ab, mi, ks, e) != R::a(wm, lane, mi, ks, e)) {
+              bad.push_back(where + " A lane " + std::to_string(lane) + " mi " +
+                            std::to_string(mi) + " ks " + std::to_string(ks));
+            }
+          }
+        }
+        const int nb = L::b_ldsm ? Cfg::NI / 2 : Cfg::NI;
+        for (int j = 0; j < nb; ++j) {
+          for (int e = 0; e < (L::b_ldsm ? 1 : 2); ++e) {
+            if (L::b_off(bb, j, ks, e) != R::b(wn, lane, j, ks, e)) {
+              bad.push_back(where + " B lane " + std::to_string(lane) + " j " + std::to_string(j) +
+                            " ks " + std::to_string(ks));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/// The copier's planned destinations against the checked loader's (mma_load_tile: copy v of
+/// the block goes to row v / per_row, chunk v % per_row), and full coverage of the stage.
+template <class Cfg, int MN, bool KContig>
+void check_copier(std::vector<std::string>& bad) {
+  using C = mma_tile_copier<Cfg, MN, KContig>;
+  const std::string where = variant_name<Cfg>() + (KContig ? " K-contiguous" : " MN-contiguous");
+  std::vector<int> hits(C::total, 0);
+  for (int tid = 0; tid < Cfg::threads; ++tid) {
+    const int r = tid / C::per_row, c = (tid % C::per_row) * C::E;
+    const int dst = swz < C::row_len, C::E, Cfg::tf32 && !KContig > (r, c); // the copier's `dst`
+    for (int i = 0; i < C::count; ++i) {
+      const int v = tid + i * Cfg::threads;
+      const int want = swz < C::row_len, C::E,
+                Cfg::tf32 && !KContig > (v / C::per_row, (v % C::per_row) * C::E);
+      const int got = dst + i * C::R * C::row_len;
+      if (got != want) {
+        bad.push_back(where + " thread " + std::to_string(tid) + " copy " + std::to_string(i));
+      } else if (want % C::E == 0 && want / C::E < C::total) {
+        ++hits[want / C::E];
+      }
+    }
+  }
+  for (int h : hits) {
+    if (h != 1) {
+      bad.push_back(where + ": a chunk copied " + std::to_string(h) + " times");
+      break;
+    }
+  }
+}
+
+template <class Cfg>
+void check_config(std::vector<std::string>& bad) {
+  check_fragments<Cfg, false, false>(bad);
+  check_fragments<Cfg, false, true>(bad);
+  check_fragments<Cfg, true, false>(bad);
+  check_fragments<Cfg, true, true>(bad);
+  check_copier<Cfg, Cfg::BM, true>(bad);
+  check_copier<Cfg, Cfg::BM, false>(bad);
+  check_copier<Cfg, Cfg::BN, true>(bad);
+  check_copier<Cfg, Cfg::BN, false>(bad);
+}
+
+template <class... C>
+int check_list(variant_list<C...>, std::vector<std::string>& bad) {
+  (check_config<C>(bad), ...);
+  return int(sizeof...(C));
+}
+} // namespace
+
+TEST_CASE("gemm: mma.sync shared-memory addressing matches the fragment layouts", "[gemm_layout]") {
+  std::vector<std::string> bad;
+  int configs = check_list(mma_f16_variants{}, bad);
+  configs += check_list(mma_bf16_variants{}, bad);
+  configs += check_list(mma_tf32_variants{}, bad);
+  INFO(bad.size() << " mismatches; first: " << (bad.empty() ? "" : bad.front()));
+  CHECK(configs == 23);
+  CHECK(bad.empty());
+}
