@@ -41,6 +41,36 @@ for k in keys:
         f"{k['ucb_seconds']:.2f} | {ex.get('seconds', 0):.2f} |")
 lines += ["", f"UCB within 3% of the exhaustive best using <= 40% of its measurements: "
           f"{ok_keys}/{len(keys)} keys ({100 * ok_keys / max(len(keys), 1):.0f}%)."]
+
+# The targets are per family (SIMT, mma.sync, wgmma): the best variant of each family,
+# from the exhaustive samples (median), against cuBLAS in the same run.
+def family(name):
+    for f in ("_simt_", "_mma_", "_wgmma_"):
+        if f in name:
+            return f.strip("_")
+    return "other"
+
+
+fams = ["simt", "mma", "wgmma"]
+lines += ["", "Best variant of each family (median of its exhaustive samples) / cuBLAS:", "",
+          "| dtype | op | M x N x K | cuBLAS TFLOP/s | SIMT | mma.sync | wgmma |", "|---|---|---|---|---|---|---|"]
+for k in keys:
+    best = {}
+    for name, samples in k.get("exhaustive", {}).get("samples", {}).items():
+        t = sorted(samples)[len(samples) // 2]
+        f = family(name)
+        if f not in best or t < best[f]:
+            best[f] = t
+    flop = 2.0 * k["m"] * k["n"] * k["k"] * k.get("batch", 1)
+    cells = []
+    for f in fams:
+        if f in best and k["cublas_tflops"]:
+            tf = flop / best[f] / 1e12
+            cells.append(f"{tf:.0f} ({tf / k['cublas_tflops']:.2f}x)")
+        else:
+            cells.append("-")
+    lines.append(f"| {k['dtype']} | {k['trans']} | {k['m']}x{k['n']}x{k['k']} | "
+                 f"{k['cublas_tflops']:.1f} | " + " | ".join(cells) + " |")
 open(prefix + ".md", "w").write("\n".join(lines) + "\n")
 json.dump(data, open(prefix + ".json", "w"), indent=1)
 print("\n".join(lines))

@@ -365,6 +365,9 @@ struct mma_config {
   static constexpr int MI = WTM / 16, NI = WTN / 8;
   static constexpr int chunk = 16 / int(sizeof(T)); // elements per 16-byte cp.async
   static constexpr int smem_bytes = stages * (BM + BN) * BK * int(sizeof(T));
+  /// 4-warp tiles whose stages fit three blocks per SM ask ptxas for registers that allow
+  /// three (12 warps instead of 8: the 128x64 tile, 166 registers, hides more latency).
+  static constexpr int min_blocks = threads == 128 && smem_bytes <= 72 * 1024 ? 3 : 1;
   static_assert(WTM % 16 == 0 && WTN % 16 == 0 && BK % 16 == 0 && BK % chunk == 0,
                 "cufuse: mma warp tile must be a multiple of 16 x 16 and BK of 16");
 };
@@ -670,7 +673,7 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
 }
 
 template <class Cfg, bool TA, bool TB, class Epi>
-__global__ void __launch_bounds__(Cfg::threads) mma_gemm_kernel(gemm_args p) {
+__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel(gemm_args p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using T = typename Cfg::element;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;

@@ -72,8 +72,8 @@ using simt_variants = variant_list<
 template <class T>
 using mma16_variants =
     variant_list<mma_config<T, 128, 128, 64, 2, 2, 3>, mma_config<T, 128, 256, 64, 2, 4, 3>,
-                 mma_config<T, 256, 128, 64, 4, 2, 3>, mma_config<T, 128, 64, 64, 2, 2, 4>,
-                 mma_config<T, 64, 128, 64, 2, 2, 4>, mma_config<T, 64, 64, 64, 2, 2, 4>,
+                 mma_config<T, 256, 128, 64, 4, 2, 3>, mma_config<T, 128, 64, 64, 2, 2, 3>,
+                 mma_config<T, 64, 128, 64, 2, 2, 3>, mma_config<T, 64, 64, 64, 2, 2, 4>,
                  mma_config<T, 64, 64, 32, 2, 2, 4>, mma_config<T, 64, 64, 32, 2, 2, 4, 4>>;
 
 using mma_f16_variants = mma16_variants<__half>;
@@ -81,7 +81,7 @@ using mma_bf16_variants = mma16_variants<__nv_bfloat16>;
 
 using mma_tf32_variants =
     variant_list<mma_config<float, 128, 128, 32, 2, 2, 3>, mma_config<float, 128, 256, 32, 2, 4, 3>,
-                 mma_config<float, 256, 128, 32, 4, 2, 3>, mma_config<float, 128, 64, 32, 2, 2, 4>,
+                 mma_config<float, 256, 128, 32, 4, 2, 3>, mma_config<float, 128, 64, 32, 2, 2, 3>,
                  mma_config<float, 64, 64, 32, 2, 2, 4>, mma_config<float, 64, 64, 32, 2, 2, 4, 4>,
                  mma_config<float, 64, 64, 32, 2, 2, 4, 16>>;
 
