@@ -17,6 +17,9 @@ done
 m="${m#,},sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
 m="$m,smsp__inst_executed_pipe_tensor_op_hmma.sum,smsp__inst_executed.sum,gpu__time_duration.sum"
 m="$m,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
+# memory side and clock: L2 hit rate, DRAM reads, the SM clock the kernel ran at, FMA pipe
+m="$m,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,sm__cycles_elapsed.avg.per_second"
+m="$m,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_issued.avg.pct_of_peak_sustained_active"
 for v in ${VARIANTS:?set VARIANTS}; do
   echo "== $v ${DTYPE:-f16} ${OP:-NN} ${SHAPE:-4096x4096x4096}"
   ncu --clock-control none -k regex:gemm_kernel --launch-skip 2 --launch-count 1 --metrics "$m" \

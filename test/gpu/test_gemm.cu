@@ -165,7 +165,7 @@ TEST_CASE("gemm: unaligned pointers and leading dimensions pick variants that ac
     check_gemm<__nv_bfloat16, float>(d, l, {1.0f, 0.0f}, data_kind::reals, {}, rng);
     // A forced variant that needs alignment is refused with a reason, never run.
     cufuse::gemm_options bad;
-    bad.variant = "sm70_f32_simt_128x128x8_t8x8_v4";
+    bad.variant = "sm70_f32_simt_128x128x16_t8x8_v4";
     auto run_bad = [&] {
       check_gemm<float, float>(d, l, {1.0f, 0.0f}, data_kind::reals, bad, rng);
     };

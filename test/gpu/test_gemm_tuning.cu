@@ -118,10 +118,15 @@ void online_within_5pct(long long m, long long n, long long k, cufuse::gemm_opti
       best_name = v;
     }
   }
+  // The sweep's minimum over many noisy medians is biased low (the fastest-looking arm is
+  // often the one that drew the luckiest samples), so the best arm is timed again the same way
+  // as the committed one before the two are compared.
+  const double t_best = time_variant(p, o, best_name, 15);
   const double t_chosen = time_variant(p, o, chosen, 15);
   INFO("committed " << chosen << " " << t_chosen * 1e6 << " us; exhaustive best " << best_name
-                    << " " << best * 1e6 << " us over " << arms.size() << " variants");
-  CHECK((chosen == best_name || t_chosen <= 1.05 * best));
+                    << " " << best * 1e6 << " us over " << arms.size()
+                    << " variants (timed again: " << t_best * 1e6 << " us)");
+  CHECK((chosen == best_name || t_chosen <= 1.05 * t_best));
 }
 
 } // namespace

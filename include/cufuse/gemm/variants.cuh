@@ -54,11 +54,17 @@ struct variant_list {};
 // ---- the standard set ------------------------------------------------------------------------
 
 using simt_variants = variant_list<
-    // FP32, 16-byte loads
-    simt_config<float, 128, 128, 8, 2, 2, 4>, simt_config<float, 128, 128, 16, 2, 2, 4>,
-    simt_config<float, 128, 64, 8, 2, 2, 4>, simt_config<float, 64, 128, 8, 2, 2, 4>,
-    simt_config<float, 64, 64, 16, 1, 1, 4>, simt_config<float, 32, 64, 16, 1, 1, 4>,
-    simt_config<float, 16, 128, 32, 1, 1, 4>,
+    // FP32 through cp.async pipelines (sm_80+), 16-byte aligned. First: the static heuristic
+    // takes the first of equally rated tiles. _rAB: rows per warp of A's / B's transposing
+    // copies (both operands of NT are transposed).
+    simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3>, simt_config<float, 256, 128, 8, 4, 2, 4, 1, 3>,
+    simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3, 2, 2>,
+    simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3, 4, 2>,
+    simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3, 2, 4>,
+    // FP32 staged through registers (any sm_70+), 16-byte loads
+    simt_config<float, 128, 128, 16, 2, 2, 4>, simt_config<float, 128, 64, 8, 2, 2, 4>,
+    simt_config<float, 64, 128, 8, 2, 2, 4>, simt_config<float, 64, 64, 16, 1, 1, 4>,
+    simt_config<float, 32, 64, 16, 1, 1, 4>, simt_config<float, 16, 128, 32, 1, 1, 4>,
     // FP32, any alignment
     simt_config<float, 128, 128, 8, 2, 2, 1>, simt_config<float, 64, 64, 16, 1, 1, 1>,
     // FP32 split-K (small M*N, large K)
@@ -113,8 +119,8 @@ constexpr dtype dtype_of() {
 
 template <class>
 struct is_simt : std::false_type {};
-template <class T, int A, int B, int C, int D, int E, int F, int G>
-struct is_simt<simt_config<T, A, B, C, D, E, F, G>> : std::true_type {};
+template <class T, int A, int B, int C, int D, int E, int F, int G, int H, int I, int J>
+struct is_simt<simt_config<T, A, B, C, D, E, F, G, H, I, J>> : std::true_type {};
 
 template <class>
 struct is_wgmma : std::false_type {};
@@ -136,8 +142,12 @@ std::string variant_name() {
       std::to_string(Cfg::BM) + "x" + std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK);
   std::string s;
   if constexpr (is_simt<Cfg>::value) {
-    s = std::string("sm70_") + dtype_name(dtype_of<T>()) + "_simt_" + tile + "_t" +
-        std::to_string(Cfg::TM) + "x" + std::to_string(Cfg::TN) + "_v" + std::to_string(Cfg::Vec);
+    s = std::string(Cfg::stages > 0 ? "sm80_" : "sm70_") + dtype_name(dtype_of<T>()) + "_simt_" +
+        tile + "_t" + std::to_string(Cfg::TM) + "x" + std::to_string(Cfg::TN) + "_v" +
+        std::to_string(Cfg::Vec) + (Cfg::stages > 0 ? "_s" + std::to_string(Cfg::stages) : "") +
+        (Cfg::krows_a != 4 || Cfg::krows_b != 4
+             ? "_r" + std::to_string(Cfg::krows_a) + std::to_string(Cfg::krows_b)
+             : "");
   } else if constexpr (is_wgmma<Cfg>::value) {
     s = std::string("sm90a_") + (Cfg::tf32 ? "tf32" : dtype_name(dtype_of<T>())) + "_wgmma_" +
         tile + "_wg" + std::to_string(Cfg::WG) + (Cfg::pingpong ? "pp" : "") + "_s" +
@@ -156,7 +166,11 @@ std::string variant_name() {
 template <class Cfg, bool TA, bool TB, class Epi>
 constexpr auto kernel_of() {
   if constexpr (is_simt<Cfg>::value) {
-    return &simt_gemm_kernel<Cfg, TA, TB, Epi>;
+    if constexpr (Cfg::stages > 0) {
+      return &simt_async_gemm_kernel<Cfg, TA, TB, Epi>;
+    } else {
+      return &simt_gemm_kernel<Cfg, TA, TB, Epi>;
+    }
   } else if constexpr (is_wgmma<Cfg>::value) {
     if constexpr (Cfg::tf32) {
       // B must be K-major: NT runs as is, TT with A through registers, NN as C^T = B^T A^T
@@ -324,7 +338,7 @@ variant make_variant() {
   v.smem = Cfg::smem_bytes;
   if constexpr (is_simt<Cfg>::value) {
     v.fam = family::simt;
-    v.min_arch = 70;
+    v.min_arch = Cfg::stages > 0 ? 80 : 70; // cp.async
     v.align = Cfg::Vec;
   } else if constexpr (is_wgmma<Cfg>::value) {
     v.fam = family::wgmma;
