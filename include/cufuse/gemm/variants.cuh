@@ -56,11 +56,9 @@ struct variant_list {};
 using simt_variants = variant_list<
     // FP32 through cp.async pipelines (sm_80+), 16-byte aligned. First: the static heuristic
     // takes the first of equally rated tiles. _rAB: rows per warp of A's / B's transposing
-    // copies (both operands of NT are transposed).
+    // copies; _r22 is for NT, where both operands are transposed (bench/NOTES.md g16).
     simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3>, simt_config<float, 256, 128, 8, 4, 2, 4, 1, 3>,
     simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3, 2, 2>,
-    simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3, 4, 2>,
-    simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3, 2, 4>,
     // FP32 staged through registers (any sm_70+), 16-byte loads
     simt_config<float, 128, 128, 16, 2, 2, 4>, simt_config<float, 128, 64, 8, 2, 2, 4>,
     simt_config<float, 64, 128, 8, 2, 2, 4>, simt_config<float, 64, 64, 16, 1, 1, 4>,
