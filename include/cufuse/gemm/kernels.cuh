@@ -61,29 +61,46 @@ struct linear_combination {
   }
 };
 
+/// The dtype code of C: `p.out_type` when `Out` is void (known at run time only), else the code
+/// of `Out` (a compile-time constant, so every branch on it folds away).
+template <class Out>
+CUFUSE_DEVICE_FN int out_code(const gemm_args& p) {
+  if constexpr (std::is_same_v<Out, float>) {
+    return int(dtype::f32);
+  } else if constexpr (std::is_same_v<Out, __half>) {
+    return int(dtype::f16);
+  } else if constexpr (std::is_same_v<Out, __nv_bfloat16>) {
+    return int(dtype::bf16);
+  } else {
+    return p.out_type;
+  }
+}
+
 /// Writes `cnt` consecutive outputs of one row (cnt = 2 or 4) starting at column `col`, with one
 /// vector store when the whole group is in range and `vec_ok` (aligned C), else one by one.
-template <int Cnt, class Epi>
+/// `Out`: C's element type when the caller dispatched on it once (void: look it up per call).
+template <int Cnt, class Epi, class Out = void>
 CUFUSE_DEVICE_FN void store_group(const gemm_args& p, void* c, std::int64_t row, int col,
                                   const float (&v)[Cnt], bool vec_ok, Epi epi) {
   if (row >= p.m) {
     return;
   }
+  const int t = out_code<Out>(p);
   const std::int64_t base = row * p.ldc + col;
   if (vec_ok && col + Cnt <= p.n) {
     float r[Cnt];
     CUFUSE_UNROLL
     for (int j = 0; j < Cnt; ++j) {
-      r[j] = epi(v[j], p.alpha, p.beta, c, base + j, p.out_type);
+      r[j] = epi(v[j], p.alpha, p.beta, c, base + j, t);
     }
-    if (p.out_type == int(dtype::f32)) {
+    if (t == int(dtype::f32)) {
       if constexpr (Cnt == 4) {
         *reinterpret_cast<float4*>(static_cast<float*>(c) + base) =
             make_float4(r[0], r[1], r[2], r[3]);
       } else {
         *reinterpret_cast<float2*>(static_cast<float*>(c) + base) = make_float2(r[0], r[1]);
       }
-    } else if (p.out_type == int(dtype::f16)) {
+    } else if (t == int(dtype::f16)) {
       __half2* d = reinterpret_cast<__half2*>(static_cast<__half*>(c) + base);
       CUFUSE_UNROLL
       for (int j = 0; j < Cnt; j += 2) {
@@ -101,7 +118,7 @@ CUFUSE_DEVICE_FN void store_group(const gemm_args& p, void* c, std::int64_t row,
   CUFUSE_UNROLL
   for (int j = 0; j < Cnt; ++j) {
     if (col + j < p.n) {
-      store_out(c, base + j, epi(v[j], p.alpha, p.beta, c, base + j, p.out_type), p.out_type);
+      store_out(c, base + j, epi(v[j], p.alpha, p.beta, c, base + j, t), t);
     }
   }
 }
@@ -1032,17 +1049,32 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
   }
   cp_async_wait<0>();
 
+  // The output type is dispatched once, so that each warp runs one straight-line store
+  // sequence (the per-store dispatch made the unrolled epilogue several times longer, and at
+  // 4096^3 warps waited on instruction fetch; bench/NOTES.md g17). TF32 writes fp32 only.
   const int g = lane >> 2, tq = lane & 3;
-  CUFUSE_UNROLL
-  for (int i = 0; i < Cfg::MI; ++i) {
-    const std::int64_t row = w.m0 + wm * Cfg::WTM + i * 16 + g;
+  auto store_all = [&](auto out) {
+    using Out = typename decltype(out)::type;
     CUFUSE_UNROLL
-    for (int j = 0; j < Cfg::NI; ++j) {
-      const int col = w.n0 + wn * Cfg::WTN + j * 8 + 2 * tq;
-      const float lo[2] = {acc[i][j][0], acc[i][j][1]};
-      const float hi[2] = {acc[i][j][2], acc[i][j][3]};
-      store_group<2>(p, w.c, row, col, lo, w.vec_ok, Epi{});
-      store_group<2>(p, w.c, row + 8, col, hi, w.vec_ok, Epi{});
+    for (int i = 0; i < Cfg::MI; ++i) {
+      const std::int64_t row = w.m0 + wm * Cfg::WTM + i * 16 + g;
+      CUFUSE_UNROLL
+      for (int j = 0; j < Cfg::NI; ++j) {
+        const int col = w.n0 + wn * Cfg::WTN + j * 8 + 2 * tq;
+        const float lo[2] = {acc[i][j][0], acc[i][j][1]};
+        const float hi[2] = {acc[i][j][2], acc[i][j][3]};
+        store_group<2, Epi, Out>(p, w.c, row, col, lo, w.vec_ok, Epi{});
+        store_group<2, Epi, Out>(p, w.c, row + 8, col, hi, w.vec_ok, Epi{});
+      }
+    }
+  };
+  if (Cfg::tf32 || p.out_type == int(dtype::f32)) {
+    store_all(std::type_identity<float>{});
+  } else if constexpr (!Cfg::tf32) {
+    if (p.out_type == int(dtype::f16)) {
+      store_all(std::type_identity<__half>{});
+    } else {
+      store_all(std::type_identity<__nv_bfloat16>{});
     }
   }
 #else
