@@ -381,7 +381,7 @@ CUFUSE_DEVICE_FN void simt_store(const gemm_args& p, const block_work& w, int tx
 template <class Cfg, bool TA, bool TB, class Epi>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) simt_gemm_kernel(gemm_args p) {
   using T = typename Cfg::element;
-  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, RM = Cfg::RM, RN = Cfg::RN;
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK;
   constexpr int SA = BM + Cfg::pad, SB = BN + Cfg::pad;
   extern __shared__ __align__(16) float simt_smem[];
   float* sa = simt_smem;               // [2][BK][SA]
