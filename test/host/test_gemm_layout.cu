@@ -4,7 +4,10 @@
 //   per compile-time column offset) equal the direct swizzle of the row and column each lane
 //   must read, written out here from the PTX ISA's ldmatrix and mma fragment layouts;
 // - the planned cp.async copies (mma_tile_copier) land where the checked loader puts them, and
-//   the threads' copies cover every 16-byte chunk of a stage exactly once.
+//   the threads' copies cover every 16-byte chunk of a stage exactly once;
+// - the FP32 SIMT cp.async copies (simt_copier, every pipelined SIMT configuration, both
+//   operands, both copy modes): each copy writes the element it reads to [k][mn] of the stage,
+//   and the copies of one K tile cover every element exactly once.
 #include <cufuse/gemm/variants.cuh>
 
 #include <catch2/catch.hpp>
@@ -148,6 +151,82 @@ int check_list(variant_list<C...>, std::vector<std::string>& bad) {
   return int(sizeof...(C));
 }
 } // namespace
+
+namespace {
+
+/// Replays every planned copy of simt_copier<MN, BK, Threads, Mode, KRows> for one K tile of a
+/// matrix stored row-major with leading dimension `ld` (the copier's own source pointers, turned
+/// back into the (row, column) they read), and checks where each lands in the stage.
+template <int MN, int BK, int Threads, simt_copy Mode, int KRows>
+void check_simt_copier(const std::string& where, std::vector<std::string>& bad) {
+  using C = simt_copier<MN, BK, Threads, Mode, KRows>;
+  constexpr bool t4 = Mode == simt_copy::transpose4;
+  constexpr int width = t4 ? 1 : 4;            // elements per copy
+  const std::int64_t ld = (t4 ? BK : MN) + 12; // padded rows, as the tests' operands have
+  const std::vector<float> matrix(std::size_t(ld) * (t4 ? MN : BK));
+  const float* g = matrix.data();
+  std::vector<int> hits(std::size_t(MN) * BK, 0);
+  const std::string name =
+      where + (t4 ? " transposed, rows per warp copy " + std::to_string(KRows) : " along MN");
+  for (int tid = 0; tid < Threads; ++tid) {
+    const C c(g, ld, 0, 0, tid);
+    for (int i = 0; i < C::RP; ++i) {
+      for (int j = 0; j < C::count / C::RP; ++j) {
+        const float* from = c.src + i * c.step + (t4 ? j * C::KW : j * c.step);
+        const std::int64_t off = from - g;
+        const int row = int(off / ld), col = int(off % ld);
+        const int mn = t4 ? row : col, k = t4 ? col : row; // what the copy reads
+        const int dst = c.dst + C::offset(i, j);           // where it writes
+        if (mn < 0 || mn + (t4 ? 1 : width) > MN || k < 0 || k >= BK || dst != k * C::S + mn) {
+          bad.push_back(name + ": thread " + std::to_string(tid) + " copy " + std::to_string(i) +
+                        "," + std::to_string(j) + " reads (" + std::to_string(mn) + ", " +
+                        std::to_string(k) + ") and writes offset " + std::to_string(dst));
+          continue;
+        }
+        for (int e = 0; e < width; ++e) {
+          ++hits[std::size_t(k) * MN + mn + e];
+        }
+      }
+    }
+  }
+  for (int h : hits) {
+    if (h != 1) {
+      bad.push_back(name + ": an element copied " + std::to_string(h) + " times");
+      break;
+    }
+  }
+}
+
+template <class Cfg>
+int check_simt_config(std::vector<std::string>& bad) {
+  if constexpr (Cfg::stages == 0) {
+    return 0; // staged through registers, no cp.async copies
+  } else {
+    const std::string v = variant_name<Cfg>();
+    check_simt_copier<Cfg::BM, Cfg::BK, Cfg::threads, simt_copy::transpose4, Cfg::krows_a>(v + " A",
+                                                                                           bad);
+    check_simt_copier<Cfg::BM, Cfg::BK, Cfg::threads, simt_copy::along_mn, 4>(v + " A", bad);
+    check_simt_copier<Cfg::BN, Cfg::BK, Cfg::threads, simt_copy::transpose4, Cfg::krows_b>(v + " B",
+                                                                                           bad);
+    check_simt_copier<Cfg::BN, Cfg::BK, Cfg::threads, simt_copy::along_mn, 4>(v + " B", bad);
+    return 1;
+  }
+}
+
+template <class... C>
+int check_simt_list(variant_list<C...>, std::vector<std::string>& bad) {
+  return (check_simt_config<C>(bad) + ...);
+}
+} // namespace
+
+TEST_CASE("gemm: SIMT cp.async copies write what they read, transposed, exactly once",
+          "[gemm_layout]") {
+  std::vector<std::string> bad;
+  const int configs = check_simt_list(simt_variants{}, bad);
+  INFO(bad.size() << " mismatches; first: " << (bad.empty() ? "" : bad.front()));
+  CHECK(configs == 3);
+  CHECK(bad.empty());
+}
 
 TEST_CASE("gemm: mma.sync shared-memory addressing matches the fragment layouts", "[gemm_layout]") {
   std::vector<std::string> bad;

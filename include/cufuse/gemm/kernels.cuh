@@ -470,13 +470,16 @@ struct simt_copier {
   int dst;                // float offset of the first copy in a stage
 
   /// Position (mn, k) of thread `tid`'s first copy in the tile (recomputed where needed, so it
-  /// holds no registers through the main loop).
-  CUFUSE_DEVICE_FN static int first_mn(int tid) {
+  /// holds no registers through the main loop). Host-callable for test/host/test_gemm_layout.cu.
+  __host__ __device__ __forceinline__ static constexpr int first_mn(int tid) {
     return t4 ? (tid / 32) * KRows + (tid % 32) / KW : (tid % per_row) * 4;
   }
-  CUFUSE_DEVICE_FN static int first_k(int tid) { return t4 ? tid % KW : tid / per_row; }
+  __host__ __device__ __forceinline__ static constexpr int first_k(int tid) {
+    return t4 ? tid % KW : tid / per_row;
+  }
 
-  CUFUSE_DEVICE_FN simt_copier(const float* g, std::int64_t ld, int mn0, int k0, int tid) {
+  __host__ __device__ __forceinline__ simt_copier(const float* g, std::int64_t ld, int mn0, int k0,
+                                                  int tid) {
     const int mn = first_mn(tid), k = first_k(tid);
     src =
         g + (t4 ? std::int64_t(mn0 + mn) * ld + (k0 + k) : std::int64_t(k0 + k) * ld + (mn0 + mn));
