@@ -187,7 +187,7 @@ TEST_CASE("gemm online + frozen: the database round trip, nearest shape, corrupt
 
   // A variant recorded by hand for another shape, then an unseen shape nearest to it.
   device_problem<__half, __half> q(4000, 4000, 512), r(3904, 4096, 520);
-  const std::string manual = "sm80_f16_mma_64x64x32_w2x2_s4";
+  const std::string manual = "sm80_f16_mma_64x64x64_w2x2_s4";
   cufuse::tuning::record(q.a, q.b, q.c, {}, manual, 1e-3);
   REQUIRE(cufuse::tuning::save());
   cufuse::tuning::set_mode(cufuse::tune_mode::frozen);

@@ -1054,7 +1054,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
 
   // The output type is dispatched once, so that each warp runs one straight-line store
   // sequence (the per-store dispatch made the unrolled epilogue several times longer, and at
-  // 4096^3 warps waited on instruction fetch; bench/NOTES.md g17). TF32 writes fp32 only.
+  // 4096^3 warps waited on instruction fetch; bench/NOTES.md g17). C is fp32 or the input type
+  // (cufuse::gemm's static_assert), so TF32 writes fp32 only.
   const int g = lane >> 2, tq = lane & 3;
   auto store_all = [&](auto out) {
     using Out = typename decltype(out)::type;
@@ -1074,11 +1075,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
   if (Cfg::tf32 || p.out_type == int(dtype::f32)) {
     store_all(std::type_identity<float>{});
   } else if constexpr (!Cfg::tf32) {
-    if (p.out_type == int(dtype::f16)) {
-      store_all(std::type_identity<__half>{});
-    } else {
-      store_all(std::type_identity<__nv_bfloat16>{});
-    }
+    store_all(std::type_identity<T>{});
   }
 #else
   __trap(); // never launched: the host checks the kernel's binary architecture first

@@ -61,8 +61,8 @@ using simt_variants = variant_list<
     simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3, 2, 2>,
     // FP32 staged through registers (any sm_70+), 16-byte loads
     simt_config<float, 128, 128, 16, 2, 2, 4>, simt_config<float, 128, 64, 8, 2, 2, 4>,
-    simt_config<float, 64, 128, 8, 2, 2, 4>, simt_config<float, 64, 64, 16, 1, 1, 4>,
-    simt_config<float, 32, 64, 16, 1, 1, 4>, simt_config<float, 16, 128, 32, 1, 1, 4>,
+    simt_config<float, 64, 64, 16, 1, 1, 4>, simt_config<float, 32, 64, 16, 1, 1, 4>,
+    simt_config<float, 16, 128, 32, 1, 1, 4>,
     // FP32, any alignment
     simt_config<float, 128, 128, 8, 2, 2, 1>, simt_config<float, 64, 64, 16, 1, 1, 1>,
     // FP32 split-K (small M*N, large K)
@@ -78,7 +78,7 @@ using mma16_variants =
     variant_list<mma_config<T, 128, 128, 64, 2, 2, 3>, mma_config<T, 128, 256, 64, 2, 4, 3>,
                  mma_config<T, 256, 128, 64, 4, 2, 3>, mma_config<T, 128, 64, 64, 2, 2, 3>,
                  mma_config<T, 64, 128, 64, 2, 2, 3>, mma_config<T, 64, 64, 64, 2, 2, 4>,
-                 mma_config<T, 64, 64, 32, 2, 2, 4>, mma_config<T, 64, 64, 32, 2, 2, 4, 4>>;
+                 mma_config<T, 64, 64, 32, 2, 2, 4, 4>>;
 
 using mma_f16_variants = mma16_variants<__half>;
 using mma_bf16_variants = mma16_variants<__nv_bfloat16>;
