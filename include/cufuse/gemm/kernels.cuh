@@ -212,6 +212,22 @@ CUFUSE_DEVICE_FN void cp_async16_at(unsigned dst, const void* src, int bytes) {
 #endif
 }
 
+/// Drives a cp.async main loop of `tiles` K tiles with an S-stage ring: tile(t, std::true_type)
+/// while the copies tile t issues (of tile t + S - 1) lie wholly inside the matrices (`interior_mn`
+/// block, `full` K tiles wholly inside), so they need no checks; tile(t, std::false_type) after.
+template <int S, class Tile>
+CUFUSE_DEVICE_FN void run_k_tiles(bool interior_mn, int full, int tiles, Tile& tile) {
+  int t = 0;
+  if (interior_mn) {
+    for (; t + S - 1 < full; ++t) {
+      tile(t, std::true_type{});
+    }
+  }
+  for (; t < tiles; ++t) {
+    tile(t, std::false_type{});
+  }
+}
+
 // ---- SIMT (CUDA cores) -----------------------------------------------------------------------
 
 /// FP32 SIMT tile: block BM x BN x BK; each thread computes (4*RM) x (4*RN) outputs as RM x RN
@@ -322,6 +338,15 @@ struct simt_tile_loader {
   }
 };
 
+/// Four consecutive floats of a 16-byte aligned shared row, one LDS.128, into f[0..3].
+CUFUSE_DEVICE_FN void load_frag4(float* f, const float* p) {
+  const float4 v = *reinterpret_cast<const float4*>(p);
+  f[0] = v.x;
+  f[1] = v.y;
+  f[2] = v.z;
+  f[3] = v.w;
+}
+
 /// One K tile of the SIMT main loop: acc += A-tile x B-tile from shared [BK][BM + pad] and
 /// [BK][BN + pad] arrays (this thread's rows ty*4 + r*BM/RM, columns tx*4 + c*BN/RN).
 template <class Cfg>
@@ -334,19 +359,11 @@ CUFUSE_DEVICE_FN void simt_tile_fma(const float* ca, const float* cb, int tx, in
     float fa[Cfg::TM], fb[Cfg::TN];
     CUFUSE_UNROLL
     for (int r = 0; r < RM; ++r) {
-      const float4 v = *reinterpret_cast<const float4*>(ca + kk * SA + r * (BM / RM) + ty * 4);
-      fa[r * 4 + 0] = v.x;
-      fa[r * 4 + 1] = v.y;
-      fa[r * 4 + 2] = v.z;
-      fa[r * 4 + 3] = v.w;
+      load_frag4(fa + r * 4, ca + kk * SA + r * (BM / RM) + ty * 4);
     }
     CUFUSE_UNROLL
     for (int c = 0; c < RN; ++c) {
-      const float4 v = *reinterpret_cast<const float4*>(cb + kk * SB + c * (BN / RN) + tx * 4);
-      fb[c * 4 + 0] = v.x;
-      fb[c * 4 + 1] = v.y;
-      fb[c * 4 + 2] = v.z;
-      fb[c * 4 + 3] = v.w;
+      load_frag4(fb + c * 4, cb + kk * SB + c * (BN / RN) + tx * 4);
     }
     CUFUSE_UNROLL
     for (int i = 0; i < Cfg::TM; ++i) {
@@ -607,16 +624,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     rs = rs + 1 == S ? 0 : rs + 1;
     ws = ws + 1 == S ? 0 : ws + 1;
   };
-  int t = 0;
-  if (w.m0 + BM <= p.m && w.n0 + BN <= p.n) {
-    const int full = (w.k_end - w.k_begin) / BK; // K tiles wholly inside
-    for (; t + S - 1 < full; ++t) {
-      tile(t, std::true_type{});
-    }
-  }
-  for (; t < tiles; ++t) {
-    tile(t, std::false_type{});
-  }
+  run_k_tiles<S>(w.m0 + BM <= p.m && w.n0 + BN <= p.n, (w.k_end - w.k_begin) / BK, tiles, tile);
   cp_async_wait<0>();
   simt_store<Cfg, Epi>(p, w, tx, ty, acc);
 #else
@@ -1040,16 +1048,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
     }
     ws = ws + 1 == S ? 0 : ws + 1;
   };
-  int t = 0;
-  if (interior_mn) {
-    const int full = (w.k_end - w.k_begin) / BK; // K tiles wholly inside
-    for (; t + S - 1 < full; ++t) {
-      tile(t, std::true_type{});
-    }
-  }
-  for (; t < tiles; ++t) {
-    tile(t, std::false_type{});
-  }
+  run_k_tiles<S>(interior_mn, (w.k_end - w.k_begin) / BK, tiles, tile);
   cp_async_wait<0>();
 
   // The output type is dispatched once, so that each warp runs one straight-line store
