@@ -6,7 +6,10 @@
 /// Names are stable and carry the configuration, e.g. `sm80_bf16_mma_128x128x32_w2x2_s3`:
 /// minimum architecture, input type (tf32 = float inputs on tensor cores), family, block tile
 /// MxNxK, warps (mma) or thread tile (simt), pipeline stages, `_v1` when it accepts any
-/// alignment, `_splitN` for split-K. Every variant declares its constraints in the descriptor.
+/// alignment, `_splitN` for split-K. SIMT: `_vN` is the elements per global load, `_sN` a
+/// cp.async pipeline of N stages (sm80_, e.g. `sm80_f32_simt_128x128x32_t8x8_v4_s3`), `_rAB` the
+/// rows per warp of A's / B's transposing copies when not 4. Every variant declares its
+/// constraints in the descriptor.
 #pragma once
 
 #include "kernels.cuh"
