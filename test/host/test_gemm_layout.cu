@@ -170,22 +170,19 @@ void check_simt_copier(const std::string& where, std::vector<std::string>& bad) 
       where + (t4 ? " transposed, rows per warp copy " + std::to_string(KRows) : " along MN");
   for (int tid = 0; tid < Threads; ++tid) {
     const C c(g, ld, 0, 0, tid);
-    for (int i = 0; i < C::RP; ++i) {
-      for (int j = 0; j < C::count / C::RP; ++j) {
-        const float* from = c.src + i * c.step + (t4 ? j * C::KW : j * c.step);
-        const std::int64_t off = from - g;
-        const int row = int(off / ld), col = int(off % ld);
-        const int mn = t4 ? row : col, k = t4 ? col : row; // what the copy reads
-        const int dst = c.dst + C::offset(i, j);           // where it writes
-        if (mn < 0 || mn + (t4 ? 1 : width) > MN || k < 0 || k >= BK || dst != k * C::S + mn) {
-          bad.push_back(name + ": thread " + std::to_string(tid) + " copy " + std::to_string(i) +
-                        "," + std::to_string(j) + " reads (" + std::to_string(mn) + ", " +
-                        std::to_string(k) + ") and writes offset " + std::to_string(dst));
-          continue;
-        }
-        for (int e = 0; e < width; ++e) {
-          ++hits[std::size_t(k) * MN + mn + e];
-        }
+    for (int i = 0; i < C::count; ++i) {
+      const std::int64_t off = c.source(c.src, i) - g;
+      const int row = int(off / ld), col = int(off % ld);
+      const int mn = t4 ? row : col, k = t4 ? col : row; // what the copy reads
+      const int dst = c.target(i);                       // where it writes
+      if (mn < 0 || mn + (t4 ? 1 : width) > MN || k < 0 || k >= BK || dst != k * C::S + mn) {
+        bad.push_back(name + ": thread " + std::to_string(tid) + " copy " + std::to_string(i) +
+                      " reads (" + std::to_string(mn) + ", " + std::to_string(k) +
+                      ") and writes offset " + std::to_string(dst));
+        continue;
+      }
+      for (int e = 0; e < width; ++e) {
+        ++hits[std::size_t(k) * MN + mn + e];
       }
     }
   }

@@ -338,6 +338,11 @@ struct simt_tile_loader {
   }
 };
 
+/// A per-k step that does nothing.
+struct no_step {
+  CUFUSE_DEVICE_FN void operator()(int) const {}
+};
+
 /// Four consecutive floats of a 16-byte aligned shared row, one LDS.128, into f[0..3].
 CUFUSE_DEVICE_FN void load_frag4(float* f, const float* p) {
   const float4 v = *reinterpret_cast<const float4*>(p);
@@ -349,13 +354,16 @@ CUFUSE_DEVICE_FN void load_frag4(float* f, const float* p) {
 
 /// One K tile of the SIMT main loop: acc += A-tile x B-tile from shared [BK][BM + pad] and
 /// [BK][BN + pad] arrays (this thread's rows ty*4 + r*BM/RM, columns tx*4 + c*BN/RN).
-template <class Cfg>
+/// `step(kk)` runs before the reads of each k (the cp.async kernel issues the next tiles' copies
+/// there, a few at a time).
+template <class Cfg, class Step = no_step>
 CUFUSE_DEVICE_FN void simt_tile_fma(const float* ca, const float* cb, int tx, int ty,
-                                    float (&acc)[Cfg::TM][Cfg::TN]) {
+                                    float (&acc)[Cfg::TM][Cfg::TN], Step step = {}) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, RM = Cfg::RM, RN = Cfg::RN;
   constexpr int SA = BM + Cfg::pad, SB = BN + Cfg::pad;
   CUFUSE_UNROLL
   for (int kk = 0; kk < Cfg::BK; ++kk) {
+    step(kk);
     float fa[Cfg::TM], fb[Cfg::TN];
     CUFUSE_UNROLL
     for (int r = 0; r < RM; ++r) {
@@ -510,21 +518,22 @@ struct simt_copier {
     return t4 ? j * KW * S + i * R : j * R * S;
   }
 
-  /// Every copy of the interior K tile whose first copy reads `from`, into the stage at shared
-  /// byte address `stage`.
-  CUFUSE_DEVICE_FN void copy(unsigned stage, const float* from) const {
-    CUFUSE_UNROLL
-    for (int i = 0; i < RP; ++i) {
-      const float* row = from + i * step;
-      CUFUSE_UNROLL
-      for (int j = 0; j < count / RP; ++j) {
-        const unsigned d = stage + unsigned(dst + offset(i, j)) * 4u;
-        if constexpr (t4) {
-          cp_async4_at(d, row + j * KW, 4);
-        } else {
-          cp_async16_at(d, row + j * step, 16);
-        }
-      }
+  /// Copy `c` (0 .. count-1) of the K tile whose first copy reads `from`: what it reads, and
+  /// the float offset in the stage where it writes (host-callable for the layout test).
+  __host__ __device__ __forceinline__ const float* source(const float* from, int c) const {
+    const int i = c / (count / RP), j = c % (count / RP);
+    return t4 ? from + i * step + j * KW : from + j * step;
+  }
+  __host__ __device__ __forceinline__ int target(int c) const {
+    return dst + offset(c / (count / RP), c % (count / RP));
+  }
+  /// Copy `c` of an interior K tile into the stage at shared byte address `stage`.
+  CUFUSE_DEVICE_FN void copy(unsigned stage, const float* from, int c) const {
+    const unsigned d = stage + unsigned(target(c)) * 4u;
+    if constexpr (t4) {
+      cp_async4_at(d, source(from, c), 4);
+    } else {
+      cp_async16_at(d, source(from, c), 16);
     }
   }
 
@@ -538,7 +547,7 @@ struct simt_copier {
       const float* row = from + i * step;
       CUFUSE_UNROLL
       for (int j = 0; j < count / RP; ++j) {
-        const unsigned d = stage + unsigned(dst + offset(i, j)) * 4u;
+        const unsigned d = stage + unsigned(target(i * (count / RP) + j)) * 4u;
         if constexpr (t4) {
           const bool ok = mn + i * R < mn_left && k + j * KW < k_left;
           cp_async4_at(d, ok ? row + j * KW : any, ok ? 4 : 0);
@@ -565,6 +574,13 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   using copier_b = simt_copier<BN, BK, Cfg::threads,
                                TB ? simt_copy::transpose4 : simt_copy::along_mn, Cfg::krows_b>;
   constexpr int a_stage = copier_a::stage_floats, b_stage = copier_b::stage_floats;
+  // The copies of each interior K tile go out in `spread` groups over the k of the tile computed
+  // meanwhile, not in one burst after the barrier: 8 groups for NN, 16 for the other layouts
+  // (BK when shorter), the counts ptxas scheduled best. Best variant / cuBLAS, 4096^3, H100:
+  // NN 0.91 -> 0.94, NT 0.88 -> 0.95, TN 0.96 -> 0.97 (bench/NOTES.md g18).
+  constexpr int spread_max = !TA && !TB ? 8 : 16;
+  constexpr int spread = spread_max < BK ? spread_max : BK;
+  static_assert(BK % spread == 0, "cufuse: SIMT copy groups must split the K tile evenly");
   static_assert(S * (a_stage + b_stage) * 4 <= Cfg::smem_bytes, "cufuse: SIMT stages overflow");
   extern __shared__ __align__(16) float simt_smem[];
 
@@ -609,18 +625,37 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   auto tile = [&](int t, auto planned) {
     cp_async_wait<S - 2>();
     __syncthreads(); // tile t landed for every thread; stage ws (tile t - 1) is free
-    if constexpr (decltype(planned)::value) {
-      cpa.copy(sa + unsigned(ws * a_stage) * 4u, a_next);
-      cpb.copy(sb + unsigned(ws * b_stage) * 4u, b_next);
-    } else if (t + S - 1 < tiles) {
-      copy_checked(t + S - 1, ws);
-    }
-    cp_async_commit();
-    a_next += cpa.tile_step;
-    b_next += cpb.tile_step;
     const float* ta = simt_smem + rs * a_stage;
     const float* tb = simt_smem + S * a_stage + rs * b_stage;
-    simt_tile_fma<Cfg>(ta, tb, tx, ty, acc);
+    if constexpr (decltype(planned)::value) {
+      const unsigned wa = sa + unsigned(ws * a_stage) * 4u, wb = sb + unsigned(ws * b_stage) * 4u;
+      constexpr int copies = copier_a::count + copier_b::count;
+      simt_tile_fma<Cfg>(ta, tb, tx, ty, acc, [&](int kk) {
+        if (kk % (BK / spread) != 0) {
+          return;
+        }
+        const int g = kk / (BK / spread);
+        CUFUSE_UNROLL
+        for (int c = g * copies / spread; c < (g + 1) * copies / spread; ++c) {
+          if (c < copier_a::count) {
+            cpa.copy(wa, a_next, c);
+          } else {
+            cpb.copy(wb, b_next, c - copier_a::count);
+          }
+        }
+      });
+      cp_async_commit();
+      a_next += cpa.tile_step;
+      b_next += cpb.tile_step;
+    } else {
+      if (t + S - 1 < tiles) {
+        copy_checked(t + S - 1, ws);
+      }
+      cp_async_commit();
+      a_next += cpa.tile_step;
+      b_next += cpb.tile_step;
+      simt_tile_fma<Cfg>(ta, tb, tx, ty, acc);
+    }
     rs = rs + 1 == S ? 0 : rs + 1;
     ws = ws + 1 == S ? 0 : ws + 1;
   };
