@@ -892,14 +892,12 @@ CUFUSE_DEVICE_FN void mma_1688_tf32(float (&d)[4], const unsigned (&a)[4], const
 #endif
 }
 
-/// fp32 -> tf32, round to nearest (ties away), as a 32-bit pattern.
-CUFUSE_DEVICE_FN unsigned to_tf32(float x) {
-  unsigned r = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-#endif
-  return r;
-}
+/// An fp32 operand as a TF32 mma.sync operand: its bits as they are. The tensor cores read the
+/// top 19 bits and drop the low 13 (toward zero), the same as the wgmma variants, which read
+/// fp32 tiles straight from shared memory; so every TF32 variant computes with the same inputs,
+/// whichever one the tuner picks. (Rounding by a cvt.rna per fragment register made TF32
+/// mma.sync 17-25% slower at 4096^3: bench/NOTES.md g18.)
+CUFUSE_DEVICE_FN unsigned to_tf32(float x) { return __float_as_uint(x); }
 
 /// Loads the A and B fragments of k-step `ks` for this warp from the stage tiles at shared
 /// byte addresses `ra` / `rb` (`sa` / `sb`: the same tiles as pointers, for scalar reads).
@@ -918,12 +916,6 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
       } else {
         ldmatrix_x4(fa[mi], addr);
       }
-      if constexpr (Cfg::tf32) {
-        CUFUSE_UNROLL
-        for (int e = 0; e < 4; ++e) {
-          fa[mi][e] = to_tf32(__uint_as_float(fa[mi][e]));
-        }
-      }
     } else {
       CUFUSE_UNROLL
       for (int e = 0; e < 4; ++e) {
@@ -940,12 +932,6 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
         ldmatrix_x4(r, addr);
       } else {
         ldmatrix_x4_trans(r, addr);
-      }
-      if constexpr (Cfg::tf32) {
-        CUFUSE_UNROLL
-        for (int e = 0; e < 4; ++e) {
-          r[e] = to_tf32(__uint_as_float(r[e]));
-        }
       }
       fb[2 * nj][0] = r[0];
       fb[2 * nj][1] = r[1];

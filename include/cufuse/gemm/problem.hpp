@@ -8,8 +8,9 @@
 namespace cufuse {
 
 /// How float x float products are computed. `fp32`: IEEE fp32 fused multiply-adds on CUDA cores
-/// (the default; what cuBLAS does unless TF32 is allowed). `tf32`: tensor cores, inputs rounded
-/// to TF32 (10-bit mantissa), fp32 accumulation: faster, less precise. Ignored for half/bf16.
+/// (the default; what cuBLAS does unless TF32 is allowed). `tf32`: tensor cores, inputs cut to
+/// TF32 (10-bit mantissa, the low 13 bits dropped, in every variant), fp32 accumulation: faster,
+/// less precise. Ignored for half/bf16.
 enum class gemm_math : std::uint8_t { fp32, tf32 };
 
 /// How a variant is chosen for a problem (see README "GEMM tuning").
