@@ -539,6 +539,8 @@ struct simt_copier {
 
   /// The same for a tile that may cross the matrix edge: `mn_left` / `k_left` elements remain
   /// from the tile's origin; elements past them are zero-filled (`any` is a valid address).
+  /// Its sources keep the row-pointer form (what source() computes): written through source(),
+  /// this loop changed ptxas's register allocation for the whole kernel (spills, NOTES g18).
   CUFUSE_DEVICE_FN void copy_checked(unsigned stage, const float* from, const float* any,
                                      int mn_left, int k_left, int tid) const {
     const int mn = first_mn(tid), k = first_k(tid);
@@ -577,7 +579,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   // The copies of each interior K tile go out in `spread` groups over the k of the tile computed
   // meanwhile, not in one burst after the barrier: 8 groups for NN, 16 for the other layouts
   // (BK when shorter), the counts ptxas scheduled best. Best variant / cuBLAS, 4096^3, H100:
-  // NN 0.91 -> 0.94, NT 0.88 -> 0.95, TN 0.96 -> 0.97 (bench/NOTES.md g18).
+  // NN 0.91 -> 0.94, NT 0.88 -> 0.94, TN 0.96 -> 0.97 (bench/NOTES.md g18).
   constexpr int spread_max = !TA && !TB ? 8 : 16;
   constexpr int spread = spread_max < BK ? spread_max : BK;
   static_assert(BK % spread == 0, "cufuse: SIMT copy groups must split the K tile evenly");
