@@ -103,6 +103,17 @@ void check_fragments(std::vector<std::string>& bad) {
   }
 }
 
+/// Every entry of `hits` (how often a copy wrote each chunk or element) must be exactly 1.
+void expect_each_once(const std::vector<int>& hits, const std::string& what,
+                      std::vector<std::string>& bad) {
+  for (int h : hits) {
+    if (h != 1) {
+      bad.push_back(what + " copied " + std::to_string(h) + " times");
+      return;
+    }
+  }
+}
+
 /// The copier's planned destinations against the checked loader's (mma_load_tile: copy v of
 /// the block goes to row v / per_row, chunk v % per_row), and full coverage of the stage.
 template <class Cfg, int MN, bool KContig>
@@ -125,12 +136,7 @@ void check_copier(std::vector<std::string>& bad) {
       }
     }
   }
-  for (int h : hits) {
-    if (h != 1) {
-      bad.push_back(where + ": a chunk copied " + std::to_string(h) + " times");
-      break;
-    }
-  }
+  expect_each_once(hits, where + ": a chunk", bad);
 }
 
 template <class Cfg>
@@ -186,12 +192,7 @@ void check_simt_copier(const std::string& where, std::vector<std::string>& bad) 
       }
     }
   }
-  for (int h : hits) {
-    if (h != 1) {
-      bad.push_back(name + ": an element copied " + std::to_string(h) + " times");
-      break;
-    }
-  }
+  expect_each_once(hits, name + ": an element", bad);
 }
 
 template <class Cfg>

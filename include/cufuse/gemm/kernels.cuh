@@ -130,7 +130,26 @@ struct block_work {
   const char* b;
   void* c;
   bool vec_ok; // C's base and ldc allow `vec`-element vector stores
+
+  /// K tiles of depth BK in this block's K range (the last one may be partial).
+  template <int BK>
+  CUFUSE_DEVICE_FN int k_tiles() const {
+    return k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
+  }
 };
+
+/// Sets every element of a thread's accumulator array to zero.
+template <class A>
+CUFUSE_DEVICE_FN void zero_acc(A& acc) {
+  if constexpr (std::is_array_v<A>) {
+    CUFUSE_UNROLL
+    for (int i = 0; i < int(std::extent_v<A>); ++i) {
+      zero_acc(acc[i]);
+    }
+  } else {
+    acc = 0.0f;
+  }
+}
 
 /// The work of output tile `pid` (of one batch x split plane `z`): groups of 8 tile rows are
 /// walked column by column so that blocks running together share A and B tiles in L2.
@@ -421,15 +440,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) simt_gemm_kerne
   simt_tile_loader<T, BM, BK, Cfg::Vec, Cfg::threads, !TA> la;
   simt_tile_loader<T, BN, BK, Cfg::Vec, Cfg::threads, TB> lb;
   float acc[Cfg::TM][Cfg::TN];
-  CUFUSE_UNROLL
-  for (int i = 0; i < Cfg::TM; ++i) {
-    CUFUSE_UNROLL
-    for (int j = 0; j < Cfg::TN; ++j) {
-      acc[i][j] = 0.0f;
-    }
-  }
+  zero_acc(acc);
 
-  const int tiles = w.k_end > w.k_begin ? (w.k_end - w.k_begin + BK - 1) / BK : 0;
+  const int tiles = w.k_tiles<BK>();
   if (tiles > 0) {
     la.load(a, p.lda, w.m0, w.k_begin, p.m, w.k_end, tid);
     lb.load(b, p.ldb, w.n0, w.k_begin, p.n, w.k_end, tid);
@@ -597,15 +610,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   const unsigned sb = sa + unsigned(S * a_stage) * 4u;
 
   float acc[Cfg::TM][Cfg::TN];
-  CUFUSE_UNROLL
-  for (int i = 0; i < Cfg::TM; ++i) {
-    CUFUSE_UNROLL
-    for (int j = 0; j < Cfg::TN; ++j) {
-      acc[i][j] = 0.0f;
-    }
-  }
+  zero_acc(acc);
 
-  const int tiles = w.k_end > w.k_begin ? (w.k_end - w.k_begin + BK - 1) / BK : 0;
+  const int tiles = w.k_tiles<BK>();
   auto copy_checked = [&](int tl, int stage) {
     const int k_left = w.k_end - (w.k_begin + tl * BK);
     cpa.copy_checked(sa + unsigned(stage * a_stage) * 4u, cpa.src + tl * cpa.tile_step, a,
@@ -966,18 +973,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
   const int wm = warp / Cfg::WN, wn = warp % Cfg::WN;
 
   float acc[Cfg::MI][Cfg::NI][4];
-  CUFUSE_UNROLL
-  for (int i = 0; i < Cfg::MI; ++i) {
-    CUFUSE_UNROLL
-    for (int j = 0; j < Cfg::NI; ++j) {
-      CUFUSE_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        acc[i][j][e] = 0.0f;
-      }
-    }
-  }
+  zero_acc(acc);
 
-  const int tiles = w.k_end > w.k_begin ? (w.k_end - w.k_begin + BK - 1) / BK : 0;
+  const int tiles = w.k_tiles<BK>();
   // Edge tiles (partly outside the matrices) load through the checked, zero-filling path.
   auto load_stage_checked = [&](int t, int st) {
     const int k0 = w.k_begin + t * BK;
