@@ -1,5 +1,7 @@
 // GEMM sample: C = A B with bf16 inputs and an fp32 result, then C2 = 0.5 A B^T + C2 through a
-// transposed view; a sample of entries checked against a double-precision CPU loop.
+// transposed view; then the same A B in fp32 on TF32 tensor cores (inputs cut to TF32: the low
+// 13 mantissa bits dropped, in every TF32 variant). Sampled entries are checked against
+// double-precision CPU loops.
 // Set CUFUSE_TUNE_MODE=online to let the bandit pick the variant during the calls.
 #include <cufuse/cufuse.cuh>
 #include <cufuse/gemm.cuh>
@@ -61,5 +63,39 @@ int main() {
   if (auto v = cufuse::gemm_chosen_variant(A, B, C)) {
     std::printf("variant for A B: %s\n", v->c_str());
   }
-  return ok ? 0 : 1;
+
+  // fp32 operands on TF32 tensor cores: each product carries up to 2 x 2^-10 relative error
+  // from the dropped input bits, on top of fp32 accumulation.
+  std::vector<float> fa(m * k), fb(k * n);
+  for (auto& x : fa) {
+    x = u(rng);
+  }
+  for (auto& x : fb) {
+    x = u(rng);
+  }
+  cufuse::tensor<float, 2> A32({m, k}), B32({k, n}), C32({m, n});
+  A32.upload(fa);
+  B32.upload(fb);
+  cufuse::gemm_options tf32;
+  tf32.math = cufuse::gemm_math::tf32;
+  cufuse::gemm(A32, B32, C32, 1.0f, 0.0f, cufuse::current_stream(), tf32);
+  const std::vector<float> c32 = C32.download();
+  double worst32 = 0;
+  for (int s = 0; s < 512; ++s) {
+    const long long i = ri(rng), j = rj(rng);
+    double ref = 0, mag = 0;
+    for (long long l = 0; l < k; ++l) {
+      ref += double(fa[i * k + l]) * fb[l * n + j];
+      mag += std::fabs(double(fa[i * k + l]) * fb[l * n + j]);
+    }
+    worst32 = std::max(worst32, std::fabs(c32[i * n + j] - ref) /
+                                    (mag * (2.0 * k * 0x1p-24 + 0x1p-9) + 1e-30));
+  }
+  const bool ok32 = worst32 <= 1.0;
+  std::printf("fp32 GEMM on TF32 tensor cores: %s (worst error %.2f of the TF32 bound)\n",
+              ok32 ? "correct" : "WRONG", worst32);
+  if (auto v = cufuse::gemm_chosen_variant(A32, B32, C32, tf32)) {
+    std::printf("variant for the TF32 A B: %s\n", v->c_str());
+  }
+  return ok && ok32 ? 0 : 1;
 }
