@@ -190,6 +190,7 @@ problem make_problem(const matrix_ref<TA>& a, const matrix_ref<TB>& b, const mat
   p.stride_c = c.batch_stride;
   p.alpha = alpha;
   p.beta = beta;
+  p.sm_count = options.sm_count;
   return p;
 }
 

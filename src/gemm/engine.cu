@@ -266,6 +266,7 @@ int heuristic(const problem& p, const device_state& d, const std::vector<int>& v
 
 void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream) {
   const variant& v = registry()[vi];
+  const int sms = p.sm_count > 0 ? std::min(p.sm_count, d.sms) : d.sms;
   const auto [splits, chunk] = split_plan(v, p);
   gemm_args args{};
   args.a = p.a.ptr;
@@ -291,7 +292,7 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   out.beta = p.beta;
   out.out_type = int(p.out);
   if (splits == 1) {
-    CUFUSE_CUDA_CHECK_MSG(v.launch(out, p.a.trans, p.b.trans, grid, d.sms, stream),
+    CUFUSE_CUDA_CHECK_MSG(v.launch(out, p.a.trans, p.b.trans, grid, sms, stream),
                           "preparing the launch of GEMM variant " + v.name);
     CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "launching GEMM variant " + v.name);
     return;
@@ -310,7 +311,7 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   part.alpha = 1.0f;
   part.beta = 0.0f;
   part.out_type = int(dtype::f32);
-  cudaError_t e = v.launch(part, p.a.trans, p.b.trans, grid, d.sms, stream);
+  cudaError_t e = v.launch(part, p.a.trans, p.b.trans, grid, sms, stream);
   if (e == cudaSuccess) {
     e = cudaGetLastError();
   }
@@ -338,6 +339,10 @@ void validate(const problem& p) {
   }
   if (p.ab == dtype::f32 && p.out != dtype::f32) {
     throw error("cufuse::gemm: float inputs need a float C");
+  }
+  if (p.sm_count < 0) {
+    throw error("cufuse::gemm: gemm_options.sm_count must be 0 (all SMs) or positive, got " +
+                std::to_string(p.sm_count));
   }
 }
 

@@ -55,6 +55,9 @@ void every_variant(cufuse::gemm_options opt, const std::string& name_filter, dat
         }
         cufuse::gemm_options o = opt;
         o.variant = v;
+        // On one SM, the persistent (wgmma) variants walk every tile with one or two blocks:
+        // their TMA rings run on across edge tiles and K = 0 tiles. The others ignore it.
+        o.sm_count = tr % 2;
         check_gemm<T, TC>(d, l, sc, kind, o, rng);
         ++tried;
       }
@@ -211,6 +214,11 @@ TEST_CASE("gemm_batched: strided batches, every layout", "[gemm][api]") {
                                    data_kind::integers, o, rng, 3);
         check_gemm<__half, float>({129, 200, 136}, {l.ta, l.tb, 0, true}, {-2.0f, 0.0f},
                                   data_kind::integers, o, rng, 3);
+        // On one SM each persistent block walks several tiles of several batches, the edge
+        // tiles included, with its TMA ring running on across them.
+        o.sm_count = 1;
+        check_gemm<__half, __half>({129, 200, 136}, l, {1.0f, 0.5f}, data_kind::integers, o, rng,
+                                   3);
       }
     }
     // TF32 wgmma: NT, TT (A through registers) and NN (run transposed).
@@ -245,6 +253,10 @@ TEST_CASE("gemm: tensors and views, M or N = 0, K = 0", "[gemm][api]") {
   for (float x : c.download()) {
     REQUIRE(x == 0.0f);
   }
+  cufuse::gemm_options bad;
+  bad.sm_count = -1;
+  REQUIRE_THROWS_WITH(cufuse::gemm(a, b, c, 1.0f, 0.0f, cufuse::current_stream(), bad),
+                      Catch::Contains("sm_count must be 0 (all SMs) or positive, got -1"));
   cufuse::tensor<float, 2> e({0, 5}), f({5, 4}), g({0, 4});
   cufuse::gemm(e, f, g); // nothing to do, no launch
   REQUIRE(cudaStreamSynchronize(cufuse::current_stream()) == cudaSuccess);

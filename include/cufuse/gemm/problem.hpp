@@ -25,6 +25,11 @@ struct gemm_options {
   /// Run exactly this variant (by its stable name), bypassing the tuner. Throws cufuse::error if
   /// the name is unknown or the variant cannot run this problem. Empty: the tuner decides.
   std::string variant;
+  /// At most this many SMs for the persistent variants (the sm_90a wgmma ones; 0: all), like
+  /// cuBLAS's SM count target: leaves the other SMs to kernels running concurrently on other
+  /// streams. The other variants launch one block per tile and ignore it. The tuner's timings
+  /// and choices are those of the whole GPU.
+  int sm_count = 0;
 };
 
 namespace gemm_detail {
@@ -55,6 +60,7 @@ struct problem {
   void* c = nullptr;
   std::int64_t ldc = 0, stride_c = 0;
   float alpha = 1.0f, beta = 0.0f;
+  int sm_count = 0; // gemm_options::sm_count
 };
 
 /// Kernel parameters (trivially copyable, passed by value to every GEMM kernel). Batch b and
