@@ -123,6 +123,51 @@ CUFUSE_DEVICE_FN void store_group(const gemm_args& p, void* c, std::int64_t row,
   }
 }
 
+/// Writes V = 16 / sizeof(Out) consecutive outputs of one row starting at column `col` with one
+/// 16-byte store when they are all in range and `aligned` (C's base and ldc allow it), else one
+/// by one. `Out`: C's element type (float, __half or __nv_bfloat16).
+template <class Out, class Epi>
+CUFUSE_DEVICE_FN void store_row16(const gemm_args& p, void* c, std::int64_t row, int col,
+                                  const float (&v)[16 / sizeof(Out)], bool aligned, Epi epi) {
+  constexpr int V = 16 / int(sizeof(Out));
+  if (row >= p.m) {
+    return;
+  }
+  const int t = out_code<Out>(p);
+  const std::int64_t base = row * p.ldc + col;
+  if (aligned && col + V <= p.n) {
+    float r[V];
+    CUFUSE_UNROLL
+    for (int j = 0; j < V; ++j) {
+      r[j] = epi(v[j], p.alpha, p.beta, c, base + j, t);
+    }
+    if constexpr (std::is_same_v<Out, float>) {
+      *reinterpret_cast<float4*>(static_cast<float*>(c) + base) =
+          make_float4(r[0], r[1], r[2], r[3]);
+    } else {
+      unsigned w[V / 2];
+      CUFUSE_UNROLL
+      for (int j = 0; j < V; j += 2) {
+        if constexpr (std::is_same_v<Out, __half>) {
+          const __half2 h = __floats2half2_rn(r[j], r[j + 1]);
+          w[j / 2] = *reinterpret_cast<const unsigned*>(&h);
+        } else {
+          const __nv_bfloat162 h = __floats2bfloat162_rn(r[j], r[j + 1]);
+          w[j / 2] = *reinterpret_cast<const unsigned*>(&h);
+        }
+      }
+      *reinterpret_cast<uint4*>(static_cast<Out*>(c) + base) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+    return;
+  }
+  CUFUSE_UNROLL
+  for (int j = 0; j < V; ++j) {
+    if (col + j < p.n) {
+      store_out(c, base + j, epi(v[j], p.alpha, p.beta, c, base + j, t), t);
+    }
+  }
+}
+
 /// Where one block works: its output tile, its K range, and its operands' base pointers.
 struct block_work {
   int m0, n0, k_begin, k_end;
@@ -1077,25 +1122,55 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
   // 4096^3 warps waited on instruction fetch; bench/NOTES.md g17). C is fp32 or the input type
   // (cufuse::gemm's static_assert), so TF32 writes fp32 only.
   const int g = lane >> 2, tq = lane & 3;
-  auto store_all = [&](auto out) {
-    using Out = typename decltype(out)::type;
+  // C goes through shared memory (free once the last K tile is read): the fragments' own
+  // layout puts 8 rows in every warp store, 8 separate 16- or 32-byte pieces, and the LSU
+  // spent ~11k cycles per 128x128 block on them (6 us, 10% of a 4096^3 block; bench/NOTES.md
+  // g19). Staged, each thread writes whole 16-byte row pieces. Rows are padded by 8 floats,
+  // so the fragments' float2 writes fall in distinct banks.
+  constexpr int SP = BN + 8;
+  static_assert(BM * SP * 4 <= Cfg::smem_bytes,
+                "cufuse: an mma tile's C (BM x (BN + 8) floats) must fit in its pipeline's "
+                "shared memory, where the epilogue stages it");
+  float* st = reinterpret_cast<float*>(mma_smem);
+  __syncthreads(); // every warp has read its last fragments from the stages
+  CUFUSE_UNROLL
+  for (int i = 0; i < Cfg::MI; ++i) {
+    const int row = wm * Cfg::WTM + i * 16 + g;
     CUFUSE_UNROLL
-    for (int i = 0; i < Cfg::MI; ++i) {
-      const std::int64_t row = w.m0 + wm * Cfg::WTM + i * 16 + g;
+    for (int j = 0; j < Cfg::NI; ++j) {
+      const int col = wn * Cfg::WTN + j * 8 + 2 * tq;
+      *reinterpret_cast<float2*>(st + row * SP + col) = make_float2(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<float2*>(st + (row + 8) * SP + col) =
+          make_float2(acc[i][j][2], acc[i][j][3]);
+    }
+  }
+  __syncthreads();
+  auto store_rows = [&](auto out) {
+    using Out = typename decltype(out)::type;
+    constexpr int V = 16 / int(sizeof(Out));
+    constexpr int per_row = BN / V, rows = Cfg::threads / per_row;
+    static_assert(Cfg::threads % per_row == 0 && BM % rows == 0,
+                  "cufuse: staged C rows must split evenly over the block");
+    const bool aligned = p.ldc % V == 0 && reinterpret_cast<std::uintptr_t>(w.c) % 16 == 0;
+    const int r0 = tid / per_row, c0 = (tid % per_row) * V;
+    CUFUSE_UNROLL
+    for (int r = r0; r < BM; r += rows) {
+      float v[V];
       CUFUSE_UNROLL
-      for (int j = 0; j < Cfg::NI; ++j) {
-        const int col = w.n0 + wn * Cfg::WTN + j * 8 + 2 * tq;
-        const float lo[2] = {acc[i][j][0], acc[i][j][1]};
-        const float hi[2] = {acc[i][j][2], acc[i][j][3]};
-        store_group<2, Epi, Out>(p, w.c, row, col, lo, w.vec_ok, Epi{});
-        store_group<2, Epi, Out>(p, w.c, row + 8, col, hi, w.vec_ok, Epi{});
+      for (int q = 0; q < V; q += 4) {
+        const float4 x = *reinterpret_cast<const float4*>(st + r * SP + c0 + q);
+        v[q] = x.x;
+        v[q + 1] = x.y;
+        v[q + 2] = x.z;
+        v[q + 3] = x.w;
       }
+      store_row16<Out>(p, w.c, w.m0 + r, w.n0 + c0, v, aligned, Epi{});
     }
   };
   if (Cfg::tf32 || p.out_type == int(dtype::f32)) {
-    store_all(std::type_identity<float>{});
+    store_rows(std::type_identity<float>{});
   } else if constexpr (!Cfg::tf32) {
-    store_all(std::type_identity<T>{});
+    store_rows(std::type_identity<T>{});
   }
 #else
   __trap(); // never launched: the host checks the kernel's binary architecture first
