@@ -76,12 +76,25 @@ CUFUSE_DEVICE_FN int out_code(const gemm_args& p) {
   }
 }
 
-/// Writes `cnt` consecutive outputs of one row (cnt = 2 or 4) starting at column `col`, with one
-/// vector store when the whole group is in range and `vec_ok` (aligned C), else one by one.
-/// `Out`: C's element type when the caller dispatched on it once (void: look it up per call).
+/// Two outputs rounded to a 16-bit C's type (`t`: f16 or bf16), packed into one 32-bit word.
+CUFUSE_DEVICE_FN unsigned pack_pair(float a, float b, int t) {
+  if (t == int(dtype::f16)) {
+    const __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const unsigned*>(&h);
+  }
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const unsigned*>(&h);
+}
+
+/// Writes `Cnt` consecutive outputs of one row (2, 4, or 8 for a 16-bit C) starting at column
+/// `col`, with one vector store (two float4 for 8 fp32 outputs) when the whole group is in
+/// range and `vec_ok` (C's base and leading dimension aligned to Cnt elements), else one by
+/// one. `Out`: C's element type when the caller dispatched on it once (void: look it up per
+/// call).
 template <int Cnt, class Epi, class Out = void>
 CUFUSE_DEVICE_FN void store_group(const gemm_args& p, void* c, std::int64_t row, int col,
                                   const float (&v)[Cnt], bool vec_ok, Epi epi) {
+  static_assert(Cnt == 2 || Cnt == 4 || Cnt == 8, "cufuse: store groups are 2, 4 or 8 outputs");
   if (row >= p.m) {
     return;
   }
@@ -94,74 +107,34 @@ CUFUSE_DEVICE_FN void store_group(const gemm_args& p, void* c, std::int64_t row,
       r[j] = epi(v[j], p.alpha, p.beta, c, base + j, t);
     }
     if (t == int(dtype::f32)) {
-      if constexpr (Cnt == 4) {
-        *reinterpret_cast<float4*>(static_cast<float*>(c) + base) =
-            make_float4(r[0], r[1], r[2], r[3]);
+      float* d = static_cast<float*>(c) + base;
+      if constexpr (Cnt == 2) {
+        *reinterpret_cast<float2*>(d) = make_float2(r[0], r[1]);
       } else {
-        *reinterpret_cast<float2*>(static_cast<float*>(c) + base) = make_float2(r[0], r[1]);
-      }
-    } else if (t == int(dtype::f16)) {
-      __half2* d = reinterpret_cast<__half2*>(static_cast<__half*>(c) + base);
-      CUFUSE_UNROLL
-      for (int j = 0; j < Cnt; j += 2) {
-        d[j / 2] = __floats2half2_rn(r[j], r[j + 1]);
+        CUFUSE_UNROLL
+        for (int j = 0; j < Cnt; j += 4) {
+          *reinterpret_cast<float4*>(d + j) = make_float4(r[j], r[j + 1], r[j + 2], r[j + 3]);
+        }
       }
     } else {
-      __nv_bfloat162* d = reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(c) + base);
+      unsigned w[Cnt / 2];
       CUFUSE_UNROLL
       for (int j = 0; j < Cnt; j += 2) {
-        d[j / 2] = __floats2bfloat162_rn(r[j], r[j + 1]);
+        w[j / 2] = pack_pair(r[j], r[j + 1], t);
+      }
+      unsigned* d = reinterpret_cast<unsigned*>(static_cast<char*>(c) + base * 2);
+      if constexpr (Cnt == 2) {
+        *d = w[0];
+      } else if constexpr (Cnt == 4) {
+        *reinterpret_cast<uint2*>(d) = make_uint2(w[0], w[1]);
+      } else {
+        *reinterpret_cast<uint4*>(d) = make_uint4(w[0], w[1], w[2], w[3]);
       }
     }
     return;
   }
   CUFUSE_UNROLL
   for (int j = 0; j < Cnt; ++j) {
-    if (col + j < p.n) {
-      store_out(c, base + j, epi(v[j], p.alpha, p.beta, c, base + j, t), t);
-    }
-  }
-}
-
-/// Writes V = 16 / sizeof(Out) consecutive outputs of one row starting at column `col` with one
-/// 16-byte store when they are all in range and `aligned` (C's base and ldc allow it), else one
-/// by one. `Out`: C's element type (float, __half or __nv_bfloat16).
-template <class Out, class Epi>
-CUFUSE_DEVICE_FN void store_row16(const gemm_args& p, void* c, std::int64_t row, int col,
-                                  const float (&v)[16 / sizeof(Out)], bool aligned, Epi epi) {
-  constexpr int V = 16 / int(sizeof(Out));
-  if (row >= p.m) {
-    return;
-  }
-  const int t = out_code<Out>(p);
-  const std::int64_t base = row * p.ldc + col;
-  if (aligned && col + V <= p.n) {
-    float r[V];
-    CUFUSE_UNROLL
-    for (int j = 0; j < V; ++j) {
-      r[j] = epi(v[j], p.alpha, p.beta, c, base + j, t);
-    }
-    if constexpr (std::is_same_v<Out, float>) {
-      *reinterpret_cast<float4*>(static_cast<float*>(c) + base) =
-          make_float4(r[0], r[1], r[2], r[3]);
-    } else {
-      unsigned w[V / 2];
-      CUFUSE_UNROLL
-      for (int j = 0; j < V; j += 2) {
-        if constexpr (std::is_same_v<Out, __half>) {
-          const __half2 h = __floats2half2_rn(r[j], r[j + 1]);
-          w[j / 2] = *reinterpret_cast<const unsigned*>(&h);
-        } else {
-          const __nv_bfloat162 h = __floats2bfloat162_rn(r[j], r[j + 1]);
-          w[j / 2] = *reinterpret_cast<const unsigned*>(&h);
-        }
-      }
-      *reinterpret_cast<uint4*>(static_cast<Out*>(c) + base) = make_uint4(w[0], w[1], w[2], w[3]);
-    }
-    return;
-  }
-  CUFUSE_UNROLL
-  for (int j = 0; j < V; ++j) {
     if (col + j < p.n) {
       store_out(c, base + j, epi(v[j], p.alpha, p.beta, c, base + j, t), t);
     }
@@ -1164,7 +1137,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
         v[q + 2] = x.z;
         v[q + 3] = x.w;
       }
-      store_row16<Out>(p, w.c, w.m0 + r, w.n0 + c0, v, aligned, Epi{});
+      store_group<V, Epi, Out>(p, w.c, w.m0 + r, w.n0 + c0, v, aligned, Epi{});
     }
   };
   if (Cfg::tf32 || p.out_type == int(dtype::f32)) {
