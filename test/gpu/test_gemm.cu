@@ -253,10 +253,6 @@ TEST_CASE("gemm: tensors and views, M or N = 0, K = 0", "[gemm][api]") {
   for (float x : c.download()) {
     REQUIRE(x == 0.0f);
   }
-  cufuse::gemm_options bad;
-  bad.sm_count = -1;
-  REQUIRE_THROWS_WITH(cufuse::gemm(a, b, c, 1.0f, 0.0f, cufuse::current_stream(), bad),
-                      Catch::Contains("sm_count must be 0 (all SMs) or positive, got -1"));
   cufuse::tensor<float, 2> e({0, 5}), f({5, 4}), g({0, 4});
   cufuse::gemm(e, f, g); // nothing to do, no launch
   REQUIRE(cudaStreamSynchronize(cufuse::current_stream()) == cudaSuccess);

@@ -1,6 +1,6 @@
 // GEMM API checks that need no GPU: shape errors name every shape, a transposed C or mixed
-// batches are refused, M or N = 0 is a no-op, an unknown variant name is refused. All of these
-// happen before any CUDA call, so they run in CI.
+// batches are refused, M or N = 0 is a no-op, an unknown variant name or a negative SM count is
+// refused. All of these happen before any CUDA call, so they run in CI.
 #include <cufuse/gemm.cuh>
 
 #include <catch2/catch.hpp>
@@ -42,6 +42,10 @@ TEST_CASE("gemm: misuse is refused before touching the device", "[gemm_api]") {
   o.variant = "no_such_variant";
   CHECK_THROWS_WITH(cufuse::gemm(in(4, 5), in(5, 6), out(4, 6), 1.0f, 0.0f, nullptr, o),
                     Catch::Contains("no variant named 'no_such_variant'"));
+  cufuse::gemm_options neg;
+  neg.sm_count = -2;
+  CHECK_THROWS_WITH(cufuse::gemm(in(4, 5), in(5, 6), out(4, 6), 1.0f, 0.0f, nullptr, neg),
+                    Catch::Contains("sm_count must be 0 (all SMs) or positive, got -2"));
 }
 
 TEST_CASE("gemm: M or N = 0 does nothing (no launch, no device needed)", "[gemm_api]") {
