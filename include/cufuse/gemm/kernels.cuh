@@ -76,13 +76,13 @@ CUFUSE_DEVICE_FN int out_code(const gemm_args& p) {
   }
 }
 
-/// Two outputs rounded to a 16-bit C's type (`t`: f16 or bf16), packed into one 32-bit word.
-CUFUSE_DEVICE_FN unsigned pack_pair(float a, float b, int t) {
+/// Two floats as one 32-bit pair of 16-bit outputs (`t`: f16 or bf16, round to nearest even).
+CUFUSE_DEVICE_FN unsigned pack_out16(float x, float y, int t) {
   if (t == int(dtype::f16)) {
-    const __half2 h = __floats2half2_rn(a, b);
+    const __half2 h = __floats2half2_rn(x, y);
     return *reinterpret_cast<const unsigned*>(&h);
   }
-  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
   return *reinterpret_cast<const unsigned*>(&h);
 }
 
@@ -120,7 +120,7 @@ CUFUSE_DEVICE_FN void store_group(const gemm_args& p, void* c, std::int64_t row,
       unsigned w[Cnt / 2];
       CUFUSE_UNROLL
       for (int j = 0; j < Cnt; j += 2) {
-        w[j / 2] = pack_pair(r[j], r[j + 1], t);
+        w[j / 2] = pack_out16(r[j], r[j + 1], t);
       }
       unsigned* d = reinterpret_cast<unsigned*>(static_cast<char*>(c) + base * 2);
       if constexpr (Cnt == 2) {

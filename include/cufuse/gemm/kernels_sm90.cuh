@@ -245,15 +245,6 @@ CUFUSE_DEVICE_FN void st_shared_b32(unsigned addr, unsigned v) {
 CUFUSE_DEVICE_FN void st_shared_f32x2(unsigned addr, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(x), "f"(y) : "memory");
 }
-/// Two floats as one 32-bit pair of 16-bit outputs (f16 or bf16, round to nearest even).
-CUFUSE_DEVICE_FN unsigned pack_out16(float x, float y, int t) {
-  if (t == int(dtype::f16)) {
-    const __half2 h = __floats2half2_rn(x, y);
-    return *reinterpret_cast<const unsigned*>(&h);
-  }
-  const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
-  return *reinterpret_cast<const unsigned*>(&h);
-}
 
 /// C = alpha * op(A) op(B) + beta * C. TA: A is stored K x M (M-major); TB: B is stored N x K
 /// (K-major). `map_a` / `map_b` describe A and B as stored (3-D: inner, outer, batch).
