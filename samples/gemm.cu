@@ -1,7 +1,8 @@
 // GEMM sample: C = A B with bf16 inputs and an fp32 result, then C2 = 0.5 A B^T + C2 through a
 // transposed view; then the same A B in fp32 on TF32 tensor cores (inputs cut to TF32: the low
 // 13 mantissa bits dropped, in every TF32 variant). Sampled entries are checked against
-// double-precision CPU loops.
+// double-precision CPU loops. Last, the TF32 GEMM again on at most 8 SMs (gemm_options::sm_count,
+// leaving the rest of the GPU to other streams): the same result, bit for bit.
 // Set CUFUSE_TUNE_MODE=online to let the bandit pick the variant during the calls.
 #include <cufuse/cufuse.cuh>
 #include <cufuse/gemm.cuh>
@@ -97,5 +98,14 @@ int main() {
   if (auto v = cufuse::gemm_chosen_variant(A32, B32, C32, tf32)) {
     std::printf("variant for the TF32 A B: %s\n", v->c_str());
   }
-  return ok && ok32 ? 0 : 1;
+
+  // The persistent (Hopper wgmma) variants spread over at most sm_count SMs; the others ignore
+  // it. Each output tile is computed the same way either way.
+  cufuse::gemm_options narrow = tf32;
+  narrow.sm_count = 8;
+  cufuse::tensor<float, 2> C8({m, n});
+  cufuse::gemm(A32, B32, C8, 1.0f, 0.0f, cufuse::current_stream(), narrow);
+  const bool same = C8.download() == c32;
+  std::printf("the same TF32 GEMM on at most 8 SMs: %s\n", same ? "identical" : "DIFFERENT");
+  return ok && ok32 && same ? 0 : 1;
 }
