@@ -169,7 +169,9 @@ bool can_run(int vi, const problem& p, const device_state& d, std::string* why =
     return no("it needs " + std::to_string(v.align * dtype_size(p.ab)) +
               "-byte aligned A/B pointers, leading dimensions and batch strides");
   }
-  const std::int64_t tiles = ceil_div(p.m, v.bm) * ceil_div(p.n, v.bn);
+  // Either orientation: TF32 NN on mma.sync runs as C^T = B^T A^T (n x m tiles of bm x bn).
+  const std::int64_t tiles = std::max(ceil_div(p.m, v.bm) * ceil_div(p.n, v.bn),
+                                      ceil_div(p.n, v.bm) * ceil_div(p.m, v.bn));
   const auto [splits, chunk] = split_plan(v, p);
   if (tiles > INT_MAX) {
     return no("the output has more tiles than a grid can hold");

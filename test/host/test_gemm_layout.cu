@@ -20,8 +20,11 @@ using namespace cufuse::gemm_detail;
 
 /// The element a lane's read must address, from first principles. f16/bf16: the row address a
 /// lane supplies to ldmatrix .x4 (matrix j = lane / 8, row lane % 8), matrices ordered as the
-/// mma fragment registers. TF32: the element the lane itself reads for register e (scalar
-/// reads), or the row address for ldmatrix on 32-bit elements seen as b16 pairs.
+/// mma fragment registers. TF32: the element the lane itself reads for register e (M- or
+/// N-major operands), or the row address for ldmatrix on 32-bit elements seen as b16 pairs.
+/// M-major A hands an m16 fragment's rows to the MMA in the order 0, 8, 1, 9, ..., 7, 15
+/// (row h * 8 + g of the fragment reads tile row 2 g + h), so that a0 / a1 and a2 / a3 are
+/// neighbours; the epilogue writes them back to the same rows (`a_row`).
 template <class Cfg, bool TA, bool TB>
 struct reference {
   static int a(int wm, int lane, int mi, int ks, int e) {
@@ -42,8 +45,8 @@ struct reference {
       const int g = lane >> 2, t = lane & 3;
       if constexpr (!TA) { // ldmatrix: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
         return swz<Cfg::BK, Cfg::chunk, false>(m0 + r + (j & 1) * 8, ks * 8 + (j >> 1) * 4);
-      } else { // scalar reads of [k][m]
-        return swz<Cfg::BM, Cfg::chunk, true>(ks * 8 + t + (e >> 1) * 4, m0 + g + (e & 1) * 8);
+      } else { // [k][m]: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+        return swz<Cfg::BM, Cfg::chunk, true>(ks * 8 + t + (e >> 1) * 4, m0 + 2 * g + (e & 1));
       }
     }
   }
@@ -83,7 +86,10 @@ void check_fragments(std::vector<std::string>& bad) {
       for (int ks = 0; ks < KS; ++ks) {
         for (int mi = 0; mi < Cfg::MI; ++mi) {
           for (int e = 0; e < (L::a_ldsm ? 1 : 4); ++e) {
-            if (L::a_off(ab, mi, ks, e) != R::a(wm, lane, mi, ks, e)) {
+            // TF32 M-major: registers 2 kh, 2 kh + 1 are one 8-byte read (mma_fragments)
+            const int got =
+                L::a_ldsm ? L::a_off(ab, mi, ks) : L::a_off(ab, mi, ks, e >> 1) + (e & 1);
+            if (got != R::a(wm, lane, mi, ks, e)) {
               bad.push_back(where + " A lane " + std::to_string(lane) + " mi " +
                             std::to_string(mi) + " ks " + std::to_string(ks));
             }
@@ -98,6 +104,15 @@ void check_fragments(std::vector<std::string>& bad) {
             }
           }
         }
+      }
+    }
+  }
+  // The epilogue writes fragment row h * 8 + g back to the row it was read from.
+  for (int h = 0; h < 2; ++h) {
+    for (int g = 0; g < 8; ++g) {
+      if (L::a_row(h, g) != (L::a_ldsm ? h * 8 + g : 2 * g + h)) {
+        bad.push_back(where + " epilogue row of h " + std::to_string(h) + " g " +
+                      std::to_string(g));
       }
     }
   }
@@ -128,11 +143,12 @@ void check_copier(std::vector<std::string>& bad) {
       const int v = tid + i * Cfg::threads;
       const int want = swz < C::row_len, C::E,
                 Cfg::tf32 && !KContig > (v / C::per_row, (v % C::per_row) * C::E);
-      const int got = dst + i * C::R * C::row_len;
+      const int got = dst + i * C::R * C::pitch; // the copier: R rows further per copy
       if (got != want) {
         bad.push_back(where + " thread " + std::to_string(tid) + " copy " + std::to_string(i));
-      } else if (want % C::E == 0 && want / C::E < C::total) {
-        ++hits[want / C::E];
+      } else if (want % C::E == 0 && want / C::pitch < C::rows &&
+                 want % C::pitch < C::row_len) { // padded TF32 rows: the pad is never copied
+        ++hits[want / C::pitch * C::per_row + want % C::pitch / C::E];
       }
     }
   }

@@ -709,7 +709,10 @@ struct mma_config {
   static constexpr int MMA_K = tf32 ? 8 : 16;
   static constexpr int MI = WTM / 16, NI = WTN / 8;
   static constexpr int chunk = 16 / int(sizeof(T)); // elements per 16-byte cp.async
-  static constexpr int smem_bytes = stages * (BM + BN) * BK * int(sizeof(T));
+  /// TF32 tiles contiguous along M or N pad each row by this many elements (see `swz`); the
+  /// shared memory covers the padded size for either operand, whichever layout runs.
+  static constexpr int mn_pad = tf32 ? 8 : 0;
+  static constexpr int smem_bytes = stages * (BM + BN + 2 * mn_pad) * BK * int(sizeof(T));
   /// 4-warp tiles whose stages fit three blocks per SM ask ptxas for registers that allow
   /// three (12 warps instead of 8: the 128x64 tile, 166 registers, hides more latency).
   static constexpr int min_blocks = threads == 128 && smem_bytes <= 72 * 1024 ? 3 : 1;
@@ -719,13 +722,19 @@ struct mma_config {
 
 /// Element offset of (r, c) in a row-major shared tile of `RowLen` elements per row, 16-byte
 /// chunks XOR-swizzled by row so that ldmatrix / fragment reads hit distinct banks.
-/// `Tf32Mn`: the swizzle for TF32 tiles contiguous along M/N (scalar fragment reads).
+/// `Tf32Mn`: a TF32 tile contiguous along M/N, read one 32-bit element per fragment register
+/// (ldmatrix cannot transpose 32-bit elements). Its rows are padded by 8 floats instead of
+/// swizzled: a warp's 4-byte reads of rows t = 0..3, columns n + g (g = 0..7) then fall on
+/// banks 8 t + g, its 8-byte reads of columns n + 2 g (g = 0..3, half a warp) on 8 t + 2 g,
+/// all distinct, and every read of the main loop is one per-thread base plus a compile-time
+/// offset. (The XOR swizzle needed an address per n8 block, recomputed every K tile: the hot
+/// loop of the 256x128 NN kernel went from 356 to 325 instructions; bench/NOTES.md g21.)
 template <int RowLen, int Chunk, bool Tf32Mn>
 __host__ __device__ constexpr int swz(int r, int c) {
   constexpr int ch = RowLen / Chunk;
   int f = 0;
   if constexpr (Tf32Mn) {
-    f = (r & 3) << 1;
+    return r * (RowLen + 8) + c;
   } else if constexpr (ch >= 8) {
     f = r & 7;
   } else if constexpr (ch == 4) {
@@ -789,7 +798,10 @@ struct mma_tile_copier {
   static constexpr int per_row = row_len / E;
   static constexpr int total = rows * per_row;
   static constexpr int R = Cfg::threads / per_row;
-  static constexpr int period = Cfg::tf32 && !KContig ? 4 : 8; // rows per swizzle pattern
+  static constexpr bool padded = Cfg::tf32 && !KContig; // rows padded, not swizzled (swz)
+  static constexpr int pitch = row_len + (padded ? Cfg::mn_pad : 0);
+  static constexpr int period = padded ? 1 : 8;    // rows per swizzle pattern
+  static constexpr int stage_elems = rows * pitch; // one stage of this operand
   static constexpr int count = total / Cfg::threads;
   static_assert(Cfg::threads % per_row == 0 && total % Cfg::threads == 0 && R % period == 0,
                 "cufuse: mma tile copies must split evenly into whole swizzle periods");
@@ -810,7 +822,7 @@ struct mma_tile_copier {
   /// Copy i of this thread for the K tile whose first copy (i = 0) reads `from`, into the
   /// stage at shared byte address `stage`.
   CUFUSE_DEVICE_FN void copy(unsigned stage, const T* from, int i) const {
-    cp_async16_at(stage + unsigned(dst + i * R * row_len) * unsigned(sizeof(T)), from + i * step);
+    cp_async16_at(stage + unsigned(dst + i * R * pitch) * unsigned(sizeof(T)), from + i * step);
   }
 };
 
@@ -822,13 +834,22 @@ struct mma_tile_copier {
 /// adding c0. One XOR per distinct c0 replaces a full swizzle per ldmatrix.
 /// test/host/test_gemm_layout.cu checks it against the direct swz() of every read of every
 /// configuration. TF32: operands contiguous along K use ldmatrix (32-bit elements as b16
-/// pairs); the others are read as scalars (`e` numbers a fragment's registers).
+/// pairs); the others are read from padded rows, at `r0 * (RowLen + 8) + base + c0`: B one
+/// 32-bit element per register (`e`), A two registers per 8-byte read (`kh`: the k row).
 template <class Cfg, bool TA, bool TB>
 struct mma_frag_layout {
   static constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, E = Cfg::chunk;
   static constexpr int WTM = Cfg::WTM, WTN = Cfg::WTN;
   static constexpr bool a_ldsm = !Cfg::tf32 || !TA; // A fragments come from ldmatrix
   static constexpr bool b_ldsm = !Cfg::tf32 || TB;
+
+  /// Row of an m16 fragment's 16 that its row h * 8 + g computes. TF32 M-major A: 2 g + h, so
+  /// that registers a0 / a1 (rows g and g + 8, one k) are neighbours in shared memory and
+  /// come from one 8-byte read into the register pair the MMA takes (a2 / a3 likewise); the
+  /// MMA does not care which rows it is given, and the epilogue writes each row back to 2 g + h.
+  __host__ __device__ static constexpr int a_row(int h, int g) {
+    return a_ldsm ? h * 8 + g : 2 * g + h;
+  }
 
   __host__ __device__ static constexpr int a_base(int wm, int lane) {
     const int m = wm * WTM;
@@ -839,17 +860,17 @@ struct mma_frag_layout {
     } else if constexpr (!TA) {
       return swz<BK, E, false>(m + (lane & 7) + ((lane >> 3) & 1) * 8, ((lane >> 4) & 1) * 4);
     } else {
-      return swz<BM, E, true>(lane & 3, m + (lane >> 2));
+      return swz<BM, E, true>(lane & 3, m + 2 * (lane >> 2));
     }
   }
-  /// A fragment mi of k-step ks (register e of the TF32 scalar path).
-  __host__ __device__ static constexpr int a_off(int base, int mi, int ks, int e = 0) {
+  /// A fragment mi of k-step ks (ldmatrix), or registers 2 kh, 2 kh + 1 of it (TF32 M-major).
+  __host__ __device__ static constexpr int a_off(int base, int mi, int ks, int kh = 0) {
     if constexpr (!TA) {
       return mi * 16 * BK + (base ^ (ks * Cfg::MMA_K));
     } else if constexpr (!Cfg::tf32) {
       return ks * 16 * BM + (base ^ (mi * 16));
     } else {
-      return (ks * 8 + (e >> 1) * 4) * BM + (base ^ (mi * 16 + (e & 1) * 8));
+      return (ks * 8 + kh * 4) * (BM + Cfg::mn_pad) + base + mi * 16;
     }
   }
   __host__ __device__ static constexpr int b_base(int wn, int lane) {
@@ -872,7 +893,7 @@ struct mma_frag_layout {
     } else if constexpr (!Cfg::tf32) {
       return ks * 16 * BN + (base ^ (j * 16));
     } else {
-      return (ks * 8 + e * 4) * BN + (base ^ (j * 8));
+      return (ks * 8 + e * 4) * (BN + Cfg::mn_pad) + base + j * 8;
     }
   }
 };
@@ -943,10 +964,12 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
       } else {
         ldmatrix_x4(fa[mi], addr);
       }
-    } else {
+    } else { // 8-byte reads: rows g and g + 8 of k row kh (see a_row)
       CUFUSE_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        fa[mi][e] = to_tf32(sa[L::a_off(a_base, mi, ks, e)]);
+      for (int kh = 0; kh < 2; ++kh) {
+        const float2 x = *reinterpret_cast<const float2*>(sa + L::a_off(a_base, mi, ks, kh));
+        fa[mi][2 * kh] = to_tf32(x.x);
+        fa[mi][2 * kh + 1] = to_tf32(x.y);
       }
     }
   }
@@ -974,14 +997,21 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
   }
 }
 
-template <class Cfg, bool TA, bool TB, class Epi>
+/// Swap: `p` describes C^T = op(B)^T op(A)^T (operands, m / n and their strides exchanged by
+/// the launcher) and the kernel writes C as stored (TF32 NN runs as TT: see kernel_of).
+template <class Cfg, bool TA, bool TB, class Epi, bool Swap = false>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel(gemm_args p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using T = typename Cfg::element;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
   extern __shared__ __align__(128) unsigned char mma_smem[];
-  T* sa = reinterpret_cast<T*>(mma_smem); // [S][BM * BK]
-  T* sb = sa + S * BM * BK;               // [S][BN * BK]
+  using CA = mma_tile_copier<Cfg, BM, !TA>;
+  using CB = mma_tile_copier<Cfg, BN, TB>;
+  constexpr int a_elems = CA::stage_elems, b_elems = CB::stage_elems; // BM x BK, BN x BK (+ pad)
+  static_assert(S * (a_elems + b_elems) * int(sizeof(T)) <= Cfg::smem_bytes,
+                "cufuse: mma stages overflow the shared memory");
+  T* sa = reinterpret_cast<T*>(mma_smem); // [S][a_elems]
+  T* sb = sa + S * a_elems;               // [S][b_elems]
 
   const block_work w = locate_block<BM, BN, int(sizeof(T)), 2>(p);
   const T* a = reinterpret_cast<const T*>(w.a);
@@ -997,8 +1027,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
   // Edge tiles (partly outside the matrices) load through the checked, zero-filling path.
   auto load_stage_checked = [&](int t, int st) {
     const int k0 = w.k_begin + t * BK;
-    mma_load_tile<Cfg, BM, !TA>(sa + st * BM * BK, a, p.lda, w.m0, k0, p.m, w.k_end, tid);
-    mma_load_tile<Cfg, BN, TB>(sb + st * BN * BK, b, p.ldb, w.n0, k0, p.n, w.k_end, tid);
+    mma_load_tile<Cfg, BM, !TA>(sa + st * a_elems, a, p.lda, w.m0, k0, p.m, w.k_end, tid);
+    mma_load_tile<Cfg, BN, TB>(sb + st * b_elems, b, p.ldb, w.n0, k0, p.n, w.k_end, tid);
   };
   CUFUSE_UNROLL
   for (int s = 0; s < S - 1; ++s) {
@@ -1009,12 +1039,10 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
   }
   // Interior tiles: each thread's copies planned once; they are spread over the k-steps of
   // the tile being computed so that no k-step issues a long run of copies.
-  using CA = mma_tile_copier<Cfg, BM, !TA>;
-  using CB = mma_tile_copier<Cfg, BN, TB>;
   const CA cpa(a, p.lda, w.m0, w.k_begin, tid);
   const CB cpb(b, p.ldb, w.n0, w.k_begin, tid);
   const bool interior_mn = w.m0 + BM <= p.m && w.n0 + BN <= p.n;
-  constexpr unsigned a_stage = BM * BK * sizeof(T), b_stage = BN * BK * sizeof(T);
+  constexpr unsigned a_stage = a_elems * sizeof(T), b_stage = b_elems * sizeof(T);
   const unsigned s_a = smem_addr(mma_smem), s_b = s_a + S * a_stage;
 
   using L = mma_frag_layout<Cfg, TA, TB>;
@@ -1042,8 +1070,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
   auto tile = [&](int t, auto planned) {
     const int tl = t + S - 1;
     const unsigned ra = s_a + rs * a_stage, rb = s_b + rs * b_stage;
-    const T* pa = sa + rs * (BM * BK);
-    const T* pb = sb + rs * (BN * BK);
+    const T* pa = sa + rs * a_elems;
+    const T* pb = sb + rs * b_elems;
     const unsigned wa = s_a + ws * a_stage, wb = s_b + ws * b_stage;
     const T* a_from = cpa.src + tl * cpa.tile_step;
     const T* b_from = cpb.src + tl * cpb.tile_step;
@@ -1069,8 +1097,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
         cp_async_commit();
         cp_async_wait<S - 2>();
         __syncthreads();
-        mma_fragments<Cfg, TA, TB>(s_a + rs * a_stage, s_b + rs * b_stage, sa + rs * (BM * BK),
-                                   sb + rs * (BN * BK), a_base, b_base, 0, fa[(ks + 1) & 1],
+        mma_fragments<Cfg, TA, TB>(s_a + rs * a_stage, s_b + rs * b_stage, sa + rs * a_elems,
+                                   sb + rs * b_elems, a_base, b_base, 0, fa[(ks + 1) & 1],
                                    fb[(ks + 1) & 1]);
       }
       CUFUSE_UNROLL
@@ -1098,36 +1126,56 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
   // C goes through shared memory (free once the last K tile is read): the fragments' own
   // layout puts 8 rows in every warp store, 8 separate 16- or 32-byte pieces, and the LSU
   // spent ~11k cycles per 128x128 block on them (6 us, 10% of a 4096^3 block; bench/NOTES.md
-  // g19). Staged, each thread writes whole 16-byte row pieces. Rows are padded by 8 floats,
-  // so the fragments' float2 writes fall in distinct banks.
-  constexpr int SP = BN + 8;
-  static_assert(BM * SP * 4 <= Cfg::smem_bytes,
-                "cufuse: an mma tile's C (BM x (BN + 8) floats) must fit in its pipeline's "
+  // g19). Staged, each thread writes whole 16-byte row pieces. The stage holds C's tile as
+  // stored: CM x CN (BN x BM under Swap, whose accumulators are C^T), rows padded so that the
+  // fragments' float2 writes fall in distinct banks: by 8 floats for rows g (banks 8 g + 2 tq),
+  // by 4 for the paired rows 2 g + h of TF32 M-major A (8 g + 2 tq), and under Swap, where
+  // those pairs are neighbours along a row of C (8 tq + 2 g).
+  static_assert(!Swap || !L::a_ldsm, "cufuse: only TF32 M-major A (paired rows) is swapped");
+  constexpr int CM = Swap ? BN : BM, CN = Swap ? BM : BN;
+  constexpr int SP = CN + (L::a_ldsm ? 8 : 4);
+  static_assert(CM * SP * 4 <= Cfg::smem_bytes,
+                "cufuse: an mma tile's C (padded rows of floats) must fit in its pipeline's "
                 "shared memory, where the epilogue stages it");
   float* st = reinterpret_cast<float*>(mma_smem);
   __syncthreads(); // every warp has read its last fragments from the stages
   CUFUSE_UNROLL
   for (int i = 0; i < Cfg::MI; ++i) {
-    const int row = wm * Cfg::WTM + i * 16 + g;
     CUFUSE_UNROLL
     for (int j = 0; j < Cfg::NI; ++j) {
       const int col = wn * Cfg::WTN + j * 8 + 2 * tq;
-      *reinterpret_cast<float2*>(st + row * SP + col) = make_float2(acc[i][j][0], acc[i][j][1]);
-      *reinterpret_cast<float2*>(st + (row + 8) * SP + col) =
-          make_float2(acc[i][j][2], acc[i][j][3]);
+      if constexpr (Swap) { // rows 2 g, 2 g + 1 of C^T: a float2 in row col (+ 1) of C
+        const int row = wm * Cfg::WTM + i * 16 + 2 * g;
+        *reinterpret_cast<float2*>(st + col * SP + row) = make_float2(acc[i][j][0], acc[i][j][2]);
+        *reinterpret_cast<float2*>(st + (col + 1) * SP + row) =
+            make_float2(acc[i][j][1], acc[i][j][3]);
+      } else {
+        CUFUSE_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const int row = wm * Cfg::WTM + i * 16 + L::a_row(h, g);
+          *reinterpret_cast<float2*>(st + row * SP + col) =
+              make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+        }
+      }
     }
   }
   __syncthreads();
+  gemm_args pc = p; // C as stored
+  if constexpr (Swap) {
+    pc.m = p.n;
+    pc.n = p.m;
+  }
+  const int row0 = Swap ? w.n0 : w.m0, col0 = Swap ? w.m0 : w.n0;
   auto store_rows = [&](auto out) {
     using Out = typename decltype(out)::type;
     constexpr int V = 16 / int(sizeof(Out));
-    constexpr int per_row = BN / V, rows = Cfg::threads / per_row;
-    static_assert(Cfg::threads % per_row == 0 && BM % rows == 0,
+    constexpr int per_row = CN / V, rows = Cfg::threads / per_row;
+    static_assert(Cfg::threads % per_row == 0 && CM % rows == 0,
                   "cufuse: staged C rows must split evenly over the block");
     const bool aligned = p.ldc % V == 0 && reinterpret_cast<std::uintptr_t>(w.c) % 16 == 0;
     const int r0 = tid / per_row, c0 = (tid % per_row) * V;
     CUFUSE_UNROLL
-    for (int r = r0; r < BM; r += rows) {
+    for (int r = r0; r < CM; r += rows) {
       float v[V];
       CUFUSE_UNROLL
       for (int q = 0; q < V; q += 4) {
@@ -1137,7 +1185,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
         v[q + 2] = x.z;
         v[q + 3] = x.w;
       }
-      store_group<V, Epi, Out>(p, w.c, w.m0 + r, w.n0 + c0, v, aligned, Epi{});
+      store_group<V, Epi, Out>(pc, w.c, row0 + r, col0 + c0, v, aligned, Epi{});
     }
   };
   if (Cfg::tf32 || p.out_type == int(dtype::f32)) {

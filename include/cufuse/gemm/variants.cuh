@@ -186,6 +186,11 @@ constexpr auto kernel_of() {
     } else {
       return &wgmma_gemm_kernel<Cfg, TA, TB, Epi>;
     }
+  } else if constexpr (Cfg::tf32 && !TA && !TB) {
+    // TF32 NN as C^T = B^T A^T (operands exchanged by launch_variant), i.e. layout TT: B is
+    // contiguous along N, and in the role of A its fragments come from 8-byte shared reads
+    // (two registers each) instead of one 32-bit read per register in the role of B.
+    return &mma_gemm_kernel<Cfg, true, true, Epi, true>;
   } else {
     return &mma_gemm_kernel<Cfg, TA, TB, Epi>;
   }
@@ -290,6 +295,21 @@ cudaError_t launch_variant(const gemm_args& args_in, bool ta, bool tb, dim3 grid
     const unsigned resident = unsigned(std::max(sms, 1) * Cfg::min_blocks);
     k<<<dim3(std::min(tiles, resident)), block, Cfg::smem_bytes, stream>>>(map_a, map_b, map_c,
                                                                            args);
+  } else if constexpr (!is_simt<Cfg>::value) { // mma.sync
+    (void)sms;
+    if (Cfg::tf32 && !ta && !tb) { // C^T = B^T A^T (see kernel_of): n x m tiles of BM x BN
+      gemm_args args = args_in;
+      std::swap(args.a, args.b);
+      std::swap(args.lda, args.ldb);
+      std::swap(args.stride_a, args.stride_b);
+      std::swap(args.m, args.n);
+      const dim3 swapped(
+          unsigned(((args.m + Cfg::BM - 1) / Cfg::BM) * ((args.n + Cfg::BN - 1) / Cfg::BN)), grid.y,
+          grid.z);
+      k<<<swapped, block, Cfg::smem_bytes, stream>>>(args);
+    } else {
+      k<<<grid, block, Cfg::smem_bytes, stream>>>(args_in);
+    }
   } else {
     (void)sms;
     k<<<grid, block, Cfg::smem_bytes, stream>>>(args_in);
