@@ -708,6 +708,9 @@ struct mma_config {
   static constexpr bool tf32 = sizeof(T) == 4;
   static constexpr int MMA_K = tf32 ? 8 : 16;
   static constexpr int MI = WTM / 16, NI = WTN / 8;
+  /// The next k-step's fragment reads go out between the rows of MMAs (mma_fragments `row`)
+  /// instead of all before them.
+  static constexpr bool spread_reads = true;
   static constexpr int chunk = 16 / int(sizeof(T)); // elements per 16-byte cp.async
   /// TF32 tiles contiguous along M or N pad each row by this many elements (see `swz`); the
   /// shared memory covers the padded size for either operand, whichever layout runs.
@@ -949,14 +952,27 @@ CUFUSE_DEVICE_FN unsigned to_tf32(float x) { return __float_as_uint(x); }
 
 /// Loads the A and B fragments of k-step `ks` for this warp from the stage tiles at shared
 /// byte addresses `ra` / `rb` (`sa` / `sb`: the same tiles as pointers, for scalar reads).
+/// `row` >= 0 (a constant of an unrolled loop): only the share of MMA row `row`, so that the
+/// next k-step's reads go out between the rows of MMAs: A fragment `row`, and the B
+/// fragments spread over the first half of the rows (they are all needed by the next step's
+/// first row).
 template <class Cfg, bool TA, bool TB>
 CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg::element* sa,
                                     const typename Cfg::element* sb, int a_base, int b_base, int ks,
-                                    unsigned (&fa)[Cfg::MI][4], unsigned (&fb)[Cfg::NI][2]) {
+                                    unsigned (&fa)[Cfg::MI][4], unsigned (&fb)[Cfg::NI][2],
+                                    int row = -1) {
   using L = mma_frag_layout<Cfg, TA, TB>;
   constexpr unsigned sz = sizeof(typename Cfg::element);
+  constexpr int NB = L::b_ldsm ? Cfg::NI / 2 : Cfg::NI; // B reads: ldmatrix pairs or blocks
+  constexpr int HB = Cfg::MI / 2 > 0 ? Cfg::MI / 2 : 1; // rows that carry them
+  const int a0 = row < 0 ? 0 : row, a1 = row < 0 ? Cfg::MI : row + 1;
+  const int b0 = row < 0 ? 0 : (row < HB ? row * NB / HB : NB);
+  const int b1 = row < 0 ? NB : (row < HB ? (row + 1) * NB / HB : NB);
   CUFUSE_UNROLL
   for (int mi = 0; mi < Cfg::MI; ++mi) {
+    if (mi < a0 || mi >= a1) {
+      continue;
+    }
     if constexpr (L::a_ldsm) {
       const unsigned addr = ra + unsigned(L::a_off(a_base, mi, ks)) * sz;
       if constexpr (TA) {
@@ -976,6 +992,9 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
   if constexpr (L::b_ldsm) {
     CUFUSE_UNROLL
     for (int nj = 0; nj < Cfg::NI / 2; ++nj) {
+      if (nj < b0 || nj >= b1) {
+        continue;
+      }
       unsigned r[4];
       const unsigned addr = rb + unsigned(L::b_off(b_base, nj, ks)) * sz;
       if constexpr (TB) {
@@ -991,6 +1010,9 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
   } else {
     CUFUSE_UNROLL
     for (int ni = 0; ni < Cfg::NI; ++ni) {
+      if (ni < b0 || ni >= b1) {
+        continue;
+      }
       fb[ni][0] = to_tf32(sb[L::b_off(b_base, ni, ks, 0)]);
       fb[ni][1] = to_tf32(sb[L::b_off(b_base, ni, ks, 1)]);
     }
@@ -1090,16 +1112,18 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
       } else if (ks == 0 && tl < tiles) {
         load_stage_checked(tl, ws);
       }
-      if (ks + 1 < KS) {
-        mma_fragments<Cfg, TA, TB>(ra, rb, pa, pb, a_base, b_base, ks + 1, fa[(ks + 1) & 1],
-                                   fb[(ks + 1) & 1]);
-      } else {
+      const bool last = ks + 1 == KS; // the next step is step 0 of the next stage
+      if (last) {
         cp_async_commit();
         cp_async_wait<S - 2>();
         __syncthreads();
-        mma_fragments<Cfg, TA, TB>(s_a + rs * a_stage, s_b + rs * b_stage, sa + rs * a_elems,
-                                   sb + rs * b_elems, a_base, b_base, 0, fa[(ks + 1) & 1],
-                                   fb[(ks + 1) & 1]);
+      }
+      const unsigned na = last ? s_a + rs * a_stage : ra, nb = last ? s_b + rs * b_stage : rb;
+      const T* npa = last ? sa + rs * a_elems : pa;
+      const T* npb = last ? sb + rs * b_elems : pb;
+      if constexpr (!Cfg::spread_reads) {
+        mma_fragments<Cfg, TA, TB>(na, nb, npa, npb, a_base, b_base, last ? 0 : ks + 1,
+                                   fa[(ks + 1) & 1], fb[(ks + 1) & 1]);
       }
       CUFUSE_UNROLL
       for (int i = 0; i < Cfg::MI; ++i) {
@@ -1110,6 +1134,10 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
           } else {
             mma_16816<T>(acc[i][j], fa[ks & 1][i], fb[ks & 1][j]);
           }
+        }
+        if constexpr (Cfg::spread_reads) {
+          mma_fragments<Cfg, TA, TB>(na, nb, npa, npb, a_base, b_base, last ? 0 : ks + 1,
+                                     fa[(ks + 1) & 1], fb[(ks + 1) & 1], i);
         }
       }
     }
