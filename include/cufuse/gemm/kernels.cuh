@@ -1,4 +1,5 @@
-/// \file GEMM kernel templates: FP32 SIMT, mma.sync (FP16/BF16 via ldmatrix, TF32), the split-K
+/// \file GEMM kernel templates: FP32 SIMT, mma.sync (FP16/BF16 via ldmatrix; TF32 via ldmatrix
+/// for K-major operands, 4- or 8-byte reads of padded rows for M/N-major ones), the split-K
 /// reduction, and the shared epilogue. Instantiated by src/ through the variant lists of
 /// variants.cuh; users do not include this file directly.
 ///
@@ -889,7 +890,7 @@ struct mma_frag_layout {
     }
   }
   /// B fragments of k-step ks: the pair of n8 blocks j (ldmatrix), or block j, register e
-  /// (TF32 scalar path).
+  /// (TF32 N-major: one 32-bit read per register).
   __host__ __device__ static constexpr int b_off(int base, int j, int ks, int e = 0) {
     if constexpr (TB) {
       return j * 16 * BK + (base ^ (ks * Cfg::MMA_K));
@@ -951,7 +952,8 @@ CUFUSE_DEVICE_FN void mma_1688_tf32(float (&d)[4], const unsigned (&a)[4], const
 CUFUSE_DEVICE_FN unsigned to_tf32(float x) { return __float_as_uint(x); }
 
 /// Loads the A and B fragments of k-step `ks` for this warp from the stage tiles at shared
-/// byte addresses `ra` / `rb` (`sa` / `sb`: the same tiles as pointers, for scalar reads).
+/// byte addresses `ra` / `rb` (`sa` / `sb`: the same tiles as pointers, for the TF32 reads of
+/// M- or N-major tiles).
 /// `row` >= 0 (a constant of an unrolled loop): only the share of MMA row `row`, so that the
 /// next k-step's reads go out between the rows of MMAs: A fragment `row`, and the B
 /// fragments spread over the first half of the rows (they are all needed by the next step's
