@@ -709,9 +709,6 @@ struct mma_config {
   static constexpr bool tf32 = sizeof(T) == 4;
   static constexpr int MMA_K = tf32 ? 8 : 16;
   static constexpr int MI = WTM / 16, NI = WTN / 8;
-  /// The next k-step's fragment reads go out between the rows of MMAs (mma_fragments `row`)
-  /// instead of all before them.
-  static constexpr bool spread_reads = true;
   static constexpr int chunk = 16 / int(sizeof(T)); // elements per 16-byte cp.async
   /// TF32 tiles contiguous along M or N pad each row by this many elements (see `swz`); the
   /// shared memory covers the padded size for either operand, whichever layout runs.
@@ -1071,9 +1068,10 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
 
   using L = mma_frag_layout<Cfg, TA, TB>;
   const int a_base = L::a_base(wm, lane), b_base = L::b_base(wn, lane);
-  // Warp fragments are double-buffered: step ks + 1 is read from shared memory before the
-  // MMAs of step ks are issued, so ldmatrix latency hides behind tensor-core work. The last
-  // step of a tile first waits for the next stage and synchronizes, then reads its step 0.
+  // Warp fragments are double-buffered: step ks + 1 is read from shared memory while the
+  // MMAs of step ks are issued (its reads between their rows), so ldmatrix latency hides
+  // behind tensor-core work. The last step of a tile first waits for the next stage and
+  // synchronizes, then reads its step 0.
   constexpr int KS = BK / Cfg::MMA_K;
   static_assert(KS % 2 == 0, "cufuse: BK must hold an even number of MMA k-steps");
   constexpr int copies = CA::count + CB::count;
@@ -1123,10 +1121,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
       const unsigned na = last ? s_a + rs * a_stage : ra, nb = last ? s_b + rs * b_stage : rb;
       const T* npa = last ? sa + rs * a_elems : pa;
       const T* npb = last ? sb + rs * b_elems : pb;
-      if constexpr (!Cfg::spread_reads) {
-        mma_fragments<Cfg, TA, TB>(na, nb, npa, npb, a_base, b_base, last ? 0 : ks + 1,
-                                   fa[(ks + 1) & 1], fb[(ks + 1) & 1]);
-      }
+      // The next step's fragments are read between the rows of MMAs, not all before them:
+      // fewer warps stall on a full MIO queue (bench/NOTES.md g21).
       CUFUSE_UNROLL
       for (int i = 0; i < Cfg::MI; ++i) {
         CUFUSE_UNROLL
@@ -1137,10 +1133,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
             mma_16816<T>(acc[i][j], fa[ks & 1][i], fb[ks & 1][j]);
           }
         }
-        if constexpr (Cfg::spread_reads) {
-          mma_fragments<Cfg, TA, TB>(na, nb, npa, npb, a_base, b_base, last ? 0 : ks + 1,
-                                     fa[(ks + 1) & 1], fb[(ks + 1) & 1], i);
-        }
+        mma_fragments<Cfg, TA, TB>(na, nb, npa, npb, a_base, b_base, last ? 0 : ks + 1,
+                                   fa[(ks + 1) & 1], fb[(ks + 1) & 1], i);
       }
     }
     ws = ws + 1 == S ? 0 : ws + 1;
