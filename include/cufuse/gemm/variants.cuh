@@ -196,6 +196,18 @@ constexpr auto kernel_of() {
   }
 }
 
+/// The same GEMM as C^T = op(B)^T op(A)^T: operands, leading dimensions, batch strides and m / n
+/// exchanged (C, its leading dimension and the epilogue stay; the kernel writes C as stored).
+/// TF32 NN runs this way on both tensor-core families (see kernel_of).
+inline gemm_args transposed_problem(const gemm_args& p) {
+  gemm_args t = p;
+  std::swap(t.a, t.b);
+  std::swap(t.lda, t.ldb);
+  std::swap(t.stride_a, t.stride_b);
+  std::swap(t.m, t.n);
+  return t;
+}
+
 template <class Cfg, class Epi>
 cudaError_t launch_variant(const gemm_args& args_in, bool ta, bool tb, dim3 grid, int sms,
                            cudaStream_t stream) {
@@ -206,13 +218,9 @@ cudaError_t launch_variant(const gemm_args& args_in, bool ta, bool tb, dim3 grid
   if constexpr (is_wgmma<Cfg>::value) {
     // TF32 NN runs as C^T = B^T A^T: B in the role of A (M-major), A in the role of B
     // (K-major), m and n exchanged; the kernel writes C transposed.
-    gemm_args args = args_in;
     const bool swapped = Cfg::tf32 && !ta && !tb;
+    gemm_args args = swapped ? transposed_problem(args_in) : args_in;
     if (swapped) {
-      std::swap(args.a, args.b);
-      std::swap(args.lda, args.ldb);
-      std::swap(args.stride_a, args.stride_b);
-      std::swap(args.m, args.n);
       ta = tb = true;
     }
     // C through shared memory and TMA stores when beta == 0 (nothing to read), C's base,
@@ -298,11 +306,7 @@ cudaError_t launch_variant(const gemm_args& args_in, bool ta, bool tb, dim3 grid
   } else if constexpr (!is_simt<Cfg>::value) { // mma.sync
     (void)sms;
     if (Cfg::tf32 && !ta && !tb) { // C^T = B^T A^T (see kernel_of): n x m tiles of BM x BN
-      gemm_args args = args_in;
-      std::swap(args.a, args.b);
-      std::swap(args.lda, args.ldb);
-      std::swap(args.stride_a, args.stride_b);
-      std::swap(args.m, args.n);
+      const gemm_args args = transposed_problem(args_in);
       const dim3 swapped(
           unsigned(((args.m + Cfg::BM - 1) / Cfg::BM) * ((args.n + Cfg::BN - 1) / Cfg::BN)), grid.y,
           grid.z);
