@@ -234,6 +234,16 @@ TEST_CASE("gemm_batched: strided batches, every layout", "[gemm][api]") {
                                  data_kind::reals, o, rng, 3);
       }
     }
+    // TF32 mma.sync, split-K included: NN runs as C^T = B^T A^T, its operands' batch strides
+    // exchanged with them; M != N so that an exchange of the wrong pair shows.
+    for (const auto& v : variants_for<float, float>({129, 200, 136}, l, tf32)) {
+      if (v.find("_tf32_mma_") != std::string::npos) {
+        INFO(v);
+        cufuse::gemm_options o = tf32;
+        o.variant = v;
+        check_gemm<float, float>({129, 200, 136}, l, {1.0f, 0.5f}, data_kind::reals, o, rng, 3);
+      }
+    }
     cufuse::gemm_options split;
     split.variant = "sm80_f16_mma_64x64x32_w2x2_s4_split4";
     check_gemm<__half, __half>({70, 66, 700}, l, {2.0f, 1.0f}, data_kind::reals, split, rng, 4);
