@@ -1,8 +1,10 @@
 // GEMM sample: C = A B with bf16 inputs and an fp32 result, then C2 = 0.5 A B^T + C2 through a
 // transposed view; then the same A B in fp32 on TF32 tensor cores (inputs cut to TF32: the low
 // 13 mantissa bits dropped, in every TF32 variant). Sampled entries are checked against
-// double-precision CPU loops. Last, the TF32 GEMM again on at most 8 SMs (gemm_options::sm_count,
-// leaving the rest of the GPU to other streams): the same result, bit for bit.
+// double-precision CPU loops. Then the TF32 GEMM on a chosen variant (gemm_options::variant):
+// the mma.sync kernel a pre-Hopper GPU would run, checked against the same bound. Last, the TF32
+// GEMM again on at most 8 SMs (gemm_options::sm_count, leaving the rest of the GPU to other
+// streams): the same result, bit for bit.
 // Set CUFUSE_TUNE_MODE=online to let the bandit pick the variant during the calls.
 #include <cufuse/cufuse.cuh>
 #include <cufuse/gemm.cuh>
@@ -81,22 +83,44 @@ int main() {
   tf32.math = cufuse::gemm_math::tf32;
   cufuse::gemm(A32, B32, C32, 1.0f, 0.0f, cufuse::current_stream(), tf32);
   const std::vector<float> c32 = C32.download();
-  double worst32 = 0;
-  for (int s = 0; s < 512; ++s) {
-    const long long i = ri(rng), j = rj(rng);
-    double ref = 0, mag = 0;
-    for (long long l = 0; l < k; ++l) {
-      ref += double(fa[i * k + l]) * fb[l * n + j];
-      mag += std::fabs(double(fa[i * k + l]) * fb[l * n + j]);
+  // Worst sampled error of a TF32 result, as a fraction of the TF32 bound.
+  auto tf32_error = [&](const std::vector<float>& r) {
+    double worst = 0;
+    for (int s = 0; s < 512; ++s) {
+      const long long i = ri(rng), j = rj(rng);
+      double ref = 0, mag = 0;
+      for (long long l = 0; l < k; ++l) {
+        ref += double(fa[i * k + l]) * fb[l * n + j];
+        mag += std::fabs(double(fa[i * k + l]) * fb[l * n + j]);
+      }
+      worst = std::max(worst, std::fabs(r[i * n + j] - ref) /
+                                  (mag * (2.0 * k * 0x1p-24 + 0x1p-9) + 1e-30));
     }
-    worst32 = std::max(worst32, std::fabs(c32[i * n + j] - ref) /
-                                    (mag * (2.0 * k * 0x1p-24 + 0x1p-9) + 1e-30));
-  }
+    return worst;
+  };
+  const double worst32 = tf32_error(c32);
   const bool ok32 = worst32 <= 1.0;
   std::printf("fp32 GEMM on TF32 tensor cores: %s (worst error %.2f of the TF32 bound)\n",
               ok32 ? "correct" : "WRONG", worst32);
   if (auto v = cufuse::gemm_chosen_variant(A32, B32, C32, tf32)) {
     std::printf("variant for the TF32 A B: %s\n", v->c_str());
+  }
+
+  // A chosen variant instead of the tuner's pick: the mma.sync (sm_80+) TF32 kernel, which runs
+  // this NN product as C^T = B^T A^T. An unknown name, or one that cannot run this problem or
+  // GPU, throws cufuse::error naming why.
+  cufuse::gemm_options pinned = tf32;
+  pinned.variant = "sm80_tf32_mma_128x256x32_w2x4_s3";
+  bool ok_pinned = true;
+  try {
+    cufuse::tensor<float, 2> Cp({m, n});
+    cufuse::gemm(A32, B32, Cp, 1.0f, 0.0f, cufuse::current_stream(), pinned);
+    const double worst_pinned = tf32_error(Cp.download());
+    ok_pinned = worst_pinned <= 1.0;
+    std::printf("the same on %s: %s (worst error %.2f of the TF32 bound)\n", pinned.variant.c_str(),
+                ok_pinned ? "correct" : "WRONG", worst_pinned);
+  } catch (const cufuse::error& e) {
+    std::printf("%s not run here: %s\n", pinned.variant.c_str(), e.what());
   }
 
   // The persistent (Hopper wgmma) variants spread over at most sm_count SMs; the others ignore
@@ -107,5 +131,5 @@ int main() {
   cufuse::gemm(A32, B32, C8, 1.0f, 0.0f, cufuse::current_stream(), narrow);
   const bool same = C8.download() == c32;
   std::printf("the same TF32 GEMM on at most 8 SMs: %s\n", same ? "identical" : "DIFFERENT");
-  return ok && ok32 && same ? 0 : 1;
+  return ok && ok32 && ok_pinned && same ? 0 : 1;
 }
