@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
-#   bash bench/run_gpu.sh [test|sanitize|bench|gemm|all]      (from the repository root)
+#   bash bench/run_gpu.sh [test|sanitize|bench|gemm|sustained|all]      (from the repository root)
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
 set -uo pipefail
@@ -79,6 +79,22 @@ if [ "$what" = gemm ] || [ "$what" = all ]; then
     --exhaustive --file "$OUT/logs/tune.db" --json "$OUT/logs/gemm_tune.json" 2>&1 | tee "$OUT/logs/gemm_tune.log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   python3 bench/gemm_report.py "$OUT/logs/gemm_tune.json" "$OUT/gemm" >/dev/null || status=1
+fi
+
+if [ "$what" = sustained ]; then
+  # Sustained throughput (seconds per contender, power-limited clocks): cuBLAS, the best
+  # mma.sync and wgmma tiles of the tuner's runs, and the FP32 SIMT tile.
+  step "build the sustained GEMM benchmark"
+  cmake --build build-gpu -j"$jobs" --target cufuse_bench_gemm_sustained >"$OUT/logs/build-sustained.log" 2>&1 ||
+    { tail -30 "$OUT/logs/build-sustained.log"; exit 1; }
+  step "GEMM: sustained, cuBLAS in the same run"
+  v=sm80_f32_simt_128x128x32_t8x8_v4_s3,sm80_tf32_mma_128x256x32_w2x4_s3,sm90a_tf32_wgmma_128x256x32_wg2_s4_tma
+  for t in f16 bf16; do v=$v,sm80_${t}_mma_256x128x64_w4x2_s3,sm90a_${t}_wgmma_128x256x64_wg2_s4_tma; done
+  build-gpu/bench/cufuse_bench_gemm_sustained --variants "$v" --dtypes ${SUSTAINED_DTYPES:-f32,tf32,f16,bf16} \
+    --trans ${SUSTAINED_TRANS:-NN,NT} --shapes ${SUSTAINED_SHAPES:-4096x4096x4096,8192x8192x8192} \
+    --seconds ${SUSTAINED_SECONDS:-3} --rounds ${SUSTAINED_ROUNDS:-2} --json "$OUT/gemm_sustained.json" |
+    tee "$OUT/gemm_sustained.md"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 
 if [ "$what" = sweep ]; then
