@@ -86,19 +86,26 @@ struct buffer {
 };
 
 /// SM clock (MHz) and board power (W) samples from nvidia-smi while a phase runs.
+/// The GPU is named by its PCI address, which CUDA_VISIBLE_DEVICES does not renumber.
 struct power_monitor {
+  std::string query;
   std::atomic<bool> stop{false};
   std::vector<double> mhz, watts;
   std::thread th;
+  explicit power_monitor(const cudaDeviceProp& prop) {
+    char id[32];
+    std::snprintf(id, sizeof id, "%08x:%02x:%02x.0", unsigned(prop.pciDomainID),
+                  unsigned(prop.pciBusID), unsigned(prop.pciDeviceID));
+    query = std::string("nvidia-smi --id=") + id +
+            " --query-gpu=clocks.sm,power.draw --format=csv,noheader,nounits 2>/dev/null";
+  }
   void start() {
     stop = false;
     mhz.clear();
     watts.clear();
     th = std::thread([this] {
       while (!stop) {
-        FILE* f = popen("nvidia-smi --id=0 --query-gpu=clocks.sm,power.draw "
-                        "--format=csv,noheader,nounits 2>/dev/null",
-                        "r");
+        FILE* f = popen(query.c_str(), "r");
         double c = 0, w = 0;
         if (f != nullptr && std::fscanf(f, "%lf, %lf", &c, &w) == 2) {
           mhz.push_back(c);
@@ -229,7 +236,17 @@ int main(int argc, char** argv) {
             }
             cufuse::gemm_options o = opt;
             o.variant = v;
-            runs.emplace_back(v, [&, o] { cufuse::gemm_detail::run(p, stream, o); });
+            std::function<void()> f = [&, o] { cufuse::gemm_detail::run(p, stream, o); };
+            try { // a variant that cannot run this problem (layout, alignment) is left out
+              f();
+            } catch (const cufuse::cuda_error&) {
+              throw;
+            } catch (const cufuse::error& e) {
+              std::printf("| %s | %s | %lldx%lldx%lld | %s | not run: %s | | | |\n", dt.c_str(),
+                          tr.c_str(), m, n, k, v.c_str(), e.what());
+              continue;
+            }
+            runs.emplace_back(v, f);
           }
           std::vector<result> res(runs.size());
           const double flop = 2.0 * double(m) * double(n) * double(k);
@@ -241,7 +258,7 @@ int main(int argc, char** argv) {
               res[ci].name = runs[ci].first;
               run(); // module load, first-call checks
               CUFUSE_CUDA_CHECK(cudaStreamSynchronize(stream));
-              power_monitor mon;
+              power_monitor mon(prop);
               mon.start();
               std::vector<double> per_call;
               const auto t0 = std::chrono::steady_clock::now();
