@@ -181,6 +181,18 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  for (const auto& dt : dtypes) {
+    if (dt != "f32" && dt != "tf32" && dt != "f16" && dt != "bf16") {
+      std::fprintf(stderr, "unknown dtype '%s' (f32, tf32, f16, bf16)\n", dt.c_str());
+      return 2;
+    }
+  }
+  for (const auto& tr : trans) {
+    if (tr.size() != 2 || (tr[0] != 'N' && tr[0] != 'T') || (tr[1] != 'N' && tr[1] != 'T')) {
+      std::fprintf(stderr, "unknown transpose pair '%s' (NN, NT, TN, TT)\n", tr.c_str());
+      return 2;
+    }
+  }
   if (!cufuse::device_available()) {
     std::printf("no CUDA device found: nothing to measure\n");
     return 0;
