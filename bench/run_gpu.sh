@@ -93,8 +93,9 @@ if [ "$what" = sustained ]; then
   build-gpu/bench/cufuse_bench_gemm_sustained --variants "$v" --dtypes ${SUSTAINED_DTYPES:-f32,tf32,f16,bf16} \
     --trans ${SUSTAINED_TRANS:-NN,NT} --shapes ${SUSTAINED_SHAPES:-4096x4096x4096,8192x8192x8192} \
     --seconds ${SUSTAINED_SECONDS:-3} --rounds ${SUSTAINED_ROUNDS:-2} --json "$OUT/gemm_sustained.json" |
-    tee "$OUT/gemm_sustained.md"
+    tee "$OUT/logs/sustained.log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  python3 bench/sustained_report.py "$OUT/gemm_sustained" "$OUT/gemm_sustained.json" || status=1
 fi
 
 if [ "$what" = sweep ]; then
