@@ -181,6 +181,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!(seconds > 0.0)) {
+    std::fprintf(stderr, "--seconds must be positive\n");
+    return 2;
+  }
   for (const auto& dt : dtypes) {
     if (dt != "f32" && dt != "tf32" && dt != "f16" && dt != "bf16") {
       std::fprintf(stderr, "unknown dtype '%s' (f32, tf32, f16, bf16)\n", dt.c_str());
