@@ -1,6 +1,6 @@
 // Instruction-throughput ceilings of this GPU, for reading the GEMM numbers: mma.sync
-// (FP16/BF16 m16n8k16, TF32 m16n8k8) and FFMA, each from registers only (no memory traffic),
-// with enough independent accumulators per warp and warps per SM to fill the pipes.
+// (FP16/BF16 m16n8k16, TF32 m16n8k8 and m16n8k4) and FFMA, each from registers only (no memory
+// traffic), with enough independent accumulators per warp and warps per SM to fill the pipes.
 //   cufuse_bench_mma_peak [--json out.json]
 // Prints TFLOP/s per instruction and the SM clock seen during the run.
 #include <cuda_bf16.h>
@@ -26,7 +26,7 @@ namespace {
 
 constexpr int iters = 4096;
 
-enum class op { f16, bf16, tf32, ffma };
+enum class op { f16, bf16, tf32, tf32k4, ffma };
 
 /// `chains`: independent accumulators per warp (hides the MMA latency).
 template <op Op, int chains>
@@ -52,6 +52,11 @@ __global__ void __launch_bounds__(256) peak_kernel(const unsigned* in, float* ou
                      "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                      : "+f"(acc[c][0]), "+f"(acc[c][1]), "+f"(acc[c][2]), "+f"(acc[c][3])
                      : "r"(a0), "r"(a1), "r"(a0), "r"(a1), "r"(a0), "r"(a1));
+      } else if constexpr (Op == op::tf32k4) {
+        asm volatile("mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                     : "+f"(acc[c][0]), "+f"(acc[c][1]), "+f"(acc[c][2]), "+f"(acc[c][3])
+                     : "r"(a0), "r"(a1), "r"(a0));
       } else {
         const float x = __uint_as_float(a0), y = __uint_as_float(a1);
 #pragma unroll
@@ -72,7 +77,9 @@ __global__ void __launch_bounds__(256) peak_kernel(const unsigned* in, float* ou
 
 /// Floating-point operations one thread's loop performs.
 double flops_per_thread(op o, int chains) {
-  const double per_warp_mma = o == op::tf32 ? 2.0 * 16 * 8 * 8 : 2.0 * 16 * 8 * 16;
+  const double per_warp_mma = o == op::tf32     ? 2.0 * 16 * 8 * 8
+                              : o == op::tf32k4 ? 2.0 * 16 * 8 * 4
+                                                : 2.0 * 16 * 8 * 16;
   if (o == op::ffma) {
     return 2.0 * iters * chains * 4;
   }
@@ -135,26 +142,32 @@ int main(int argc, char** argv) {
   const double f16 = run<op::f16>(blocks, in, out);
   const double bf16 = run<op::bf16>(blocks, in, out);
   const double tf32 = run<op::tf32>(blocks, in, out);
+  const double tf32k4 = run<op::tf32k4>(blocks, in, out);
   const double ffma = run<op::ffma>(blocks, in, out);
   // At the occupancy of the 128x128 mma.sync GEMM tiles: 8 warps per SM (2 per scheduler),
   // 32 independent MMAs per warp (a 64x64 warp tile per k-step).
   const int sms = prop.multiProcessorCount;
   const double f16_8w = run<op::f16, 32>(sms, in, out);
   const double tf32_8w = run<op::tf32, 32>(sms, in, out);
+  const double tf32k4_8w = run<op::tf32k4, 32>(sms, in, out);
   std::printf("%s, %d SMs: register-only throughput (TFLOP/s)\n", prop.name,
               prop.multiProcessorCount);
   std::printf("| instruction | TFLOP/s |\n|---|---|\n");
   std::printf("| mma.sync m16n8k16 f16 | %.1f |\n| mma.sync m16n8k16 bf16 | %.1f |\n", f16, bf16);
-  std::printf("| mma.sync m16n8k8 tf32 | %.1f |\n| FFMA (fp32) | %.1f |\n", tf32, ffma);
+  std::printf("| mma.sync m16n8k8 tf32 | %.1f |\n| mma.sync m16n8k4 tf32 | %.1f |\n", tf32, tf32k4);
+  std::printf("| FFMA (fp32) | %.1f |\n", ffma);
   std::printf("| mma.sync m16n8k16 f16, 8 warps/SM x 32 MMAs | %.1f |\n", f16_8w);
   std::printf("| mma.sync m16n8k8 tf32, 8 warps/SM x 32 MMAs | %.1f |\n", tf32_8w);
+  std::printf("| mma.sync m16n8k4 tf32, 8 warps/SM x 32 MMAs | %.1f |\n", tf32k4_8w);
   if (!json.empty()) {
     if (FILE* f = std::fopen(json.c_str(), "w")) {
       std::fprintf(f,
                    "{\"device\": \"%s\", \"sms\": %d, \"mma_f16\": %.2f, \"mma_bf16\": %.2f, "
                    "\"mma_tf32\": %.2f, \"ffma\": %.2f, \"mma_f16_8warps\": %.2f, "
-                   "\"mma_tf32_8warps\": %.2f}\n",
-                   prop.name, prop.multiProcessorCount, f16, bf16, tf32, ffma, f16_8w, tf32_8w);
+                   "\"mma_tf32_8warps\": %.2f, \"mma_tf32_k4\": %.2f, "
+                   "\"mma_tf32_k4_8warps\": %.2f}\n",
+                   prop.name, prop.multiProcessorCount, f16, bf16, tf32, ffma, f16_8w, tf32_8w,
+                   tf32k4, tf32k4_8w);
       std::fclose(f);
     }
   }

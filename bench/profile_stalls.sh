@@ -2,12 +2,17 @@
 # Warp stall breakdown (cycles per issued instruction, by reason) and tensor-pipe activity of
 # single GEMM variants, from Nsight Compute metrics. Run from the repository root on the GPU:
 #   VARIANTS="sm80_f16_mma_128x128x64 sm80_f16_mma_128x256" bash bench/profile_stalls.sh
-# SHAPE (4096x4096x4096), DTYPE (f16) and OP (NN) select the problem.
+# SHAPE (4096x4096x4096), DTYPE (f16) and OP (NN) select the problem; TUNE=path profiles that
+# cufuse-tune binary (e.g. an A/B build) instead of building build-gpu's.
 set -uo pipefail
-prefix=()
-[ -d .deps/catch2/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/catch2/usr")
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" >/dev/null 2>&1
-cmake --build build-gpu -j"$(nproc)" --target cufuse-tune >/dev/null 2>&1 || { echo "build failed"; exit 1; }
+tune=${TUNE:-}
+if [ -z "$tune" ]; then
+  prefix=()
+  [ -d .deps/catch2/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/catch2/usr")
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" >/dev/null 2>&1
+  cmake --build build-gpu -j"$(nproc)" --target cufuse-tune >/dev/null 2>&1 || { echo "build failed"; exit 1; }
+  tune=build-gpu/src/cufuse-tune
+fi
 m=""
 for r in barrier long_scoreboard short_scoreboard math_pipe_throttle wait mio_throttle \
   dispatch_stall not_selected selected lg_throttle no_instruction branch_resolving misc drain \
@@ -23,7 +28,7 @@ m="$m,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_issue
 for v in ${VARIANTS:?set VARIANTS}; do
   echo "== $v ${DTYPE:-f16} ${OP:-NN} ${SHAPE:-4096x4096x4096}"
   ncu --clock-control none -k regex:gemm_kernel --launch-skip 2 --launch-count 1 --metrics "$m" \
-    build-gpu/src/cufuse-tune --shapes "${SHAPE:-4096x4096x4096}" --dtypes "${DTYPE:-f16}" \
+    "$tune" --shapes "${SHAPE:-4096x4096x4096}" --dtypes "${DTYPE:-f16}" \
     --trans "${OP:-NN}" --only "$v" --no-cublas --file /tmp/stalls.db 2>&1 |
     grep -E "^ +[a-z0-9_]+__" | sed -e 's/smsp__average_warps_issue_stalled_//' -e 's/_per_issue_active.ratio//'
 done
