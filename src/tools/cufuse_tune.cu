@@ -40,6 +40,7 @@ struct options {
   std::vector<std::string> trans{"NN"};
   std::string out_dtype = "same"; // or f32
   long long batch = 1;
+  float beta = 0.0f; // C = A B + beta C (nonzero: every epilogue also reads C)
   std::string file;
   std::string json;
   bool exhaustive = false;
@@ -57,7 +58,7 @@ struct options {
       "usage: cufuse-tune --shapes MxNxK[,MxNxK...] | --shapes-file FILE\n"
       "         [--dtypes f32,tf32,f16,bf16] [--trans NN,NT,TN,TT] [--out-dtype same|f32]\n"
       "         [--batch B] [--file DB] [--exhaustive] [--samples N] [--json OUT]\n"
-      "         [--no-cublas] [--only SUBSTR[,SUBSTR...]]\n"
+      "         [--no-cublas] [--only SUBSTR[,SUBSTR...]] [--beta B]\n"
       "DB defaults to $CUFUSE_TUNE_FILE, else cufuse-tune.db\n",
       why.c_str());
   std::exit(2);
@@ -119,6 +120,13 @@ options parse(int argc, char** argv) {
       o.batch = std::atoll(value().c_str());
     } else if (a == "--file") {
       o.file = value();
+    } else if (a == "--beta") {
+      const std::string v = value();
+      char* end = nullptr;
+      o.beta = std::strtof(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !std::isfinite(o.beta)) {
+        usage("bad --beta '" + v + "' (want a finite number)");
+      }
     } else if (a == "--json") {
       o.json = value();
     } else if (a == "--exhaustive") {
@@ -356,8 +364,12 @@ int main(int argc, char** argv) {
     CHECK(cudaEventCreate(&e0));
     CHECK(cudaEventCreate(&e1));
 
-    std::printf("# cufuse-tune on %s (%d SMs, L2 %d MiB), database %s\n", prop.name,
-                prop.multiProcessorCount, prop.l2CacheSize >> 20, opt.file.c_str());
+    char beta_s[48] = "";
+    if (opt.beta != 0.0f) {
+      std::snprintf(beta_s, sizeof beta_s, ", C = A B + %g C", double(opt.beta));
+    }
+    std::printf("# cufuse-tune on %s (%d SMs, L2 %d MiB), database %s%s\n", prop.name,
+                prop.multiProcessorCount, prop.l2CacheSize >> 20, opt.file.c_str(), beta_s);
     std::printf("%-6s %-3s %-20s %-44s %8s %8s %6s %11s %s\n", "dtype", "op", "shape",
                 "chosen variant", "TFLOP/s", "cuBLAS", "ratio", "trials/exh",
                 opt.exhaustive ? "regret  exhaustive-best" : "");
@@ -412,6 +424,15 @@ int main(int argc, char** argv) {
               fill<__nv_bfloat16>(a, na, 11 + i);
               fill<__nv_bfloat16>(b, nb, 23 + i);
             }
+            if (opt.beta != 0.0f) { // C is read: give it values (the same type as the output)
+              if (out == dtype::f32) {
+                fill<float>(c, nc, 37 + i);
+              } else if (out == dtype::f16) {
+                fill<__half>(c, nc, 37 + i);
+              } else {
+                fill<__nv_bfloat16>(c, nc, 37 + i);
+              }
+            }
           }
           CHECK(cudaDeviceSynchronize());
           auto problem_of = [&](int i) {
@@ -428,6 +449,7 @@ int main(int argc, char** argv) {
             p.c = buf.c[i];
             p.ldc = s.n;
             p.stride_c = s.m * s.n;
+            p.beta = opt.beta;
             return p;
           };
           auto arms = cufuse::gemm_detail::valid_variants(problem_of(0), go);
@@ -562,8 +584,9 @@ int main(int argc, char** argv) {
           js << (first_key ? "" : ",") << "\n  {\"dtype\": \"" << dt << "\", \"out\": \""
              << cufuse::gemm_detail::dtype_name(out) << "\", \"trans\": \"" << tr
              << "\", \"m\": " << s.m << ", \"n\": " << s.n << ", \"k\": " << s.k
-             << ", \"batch\": " << opt.batch << ", \"arms\": " << arms.size() << ", \"chosen\": \""
-             << arms[chosen] << "\", \"chosen_s\": " << t_chosen << ", \"cublas_s\": " << t_cublas
+             << ", \"batch\": " << opt.batch << ", \"beta\": " << opt.beta
+             << ", \"arms\": " << arms.size() << ", \"chosen\": \"" << arms[chosen]
+             << "\", \"chosen_s\": " << t_chosen << ", \"cublas_s\": " << t_cublas
              << ", \"tflops\": " << tf << ", \"cublas_tflops\": " << tfb
              << ", \"ucb_pulls\": " << bandit.pulls() << ", \"ucb_seconds\": " << tune_s
              << ", \"exhaustive_measurements\": " << arms.size() * opt.samples << extra.str()
