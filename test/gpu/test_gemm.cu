@@ -17,10 +17,13 @@ const std::vector<dims> variant_shapes = {{1, 1, 1},      {7, 7, 7},      {64, 6
                                           {129, 65, 127}, {1000, 7, 129}, {7, 1000, 64},
                                           {64, 64, 0},    {65, 70, 1100}};
 
-const scaling scalings[] = {{1.0f, 0.0f}, {2.5f, -1.5f}, {1.0f, 1.0f}, {-1.0f, 0.0f}};
+/// Cases with an aligned C take scalings 0 and 2 (the wgmma kernels' TMA epilogue, storing C
+/// or loading and storing it), the others 1 and 3 (their direct stores).
+const scaling scalings[] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {2.5f, -1.5f}, {-1.0f, 0.0f}};
 
 /// CUFUSE_GEMM_QUICK=1 (memcheck) runs three of the shapes, =2 (racecheck) one shape in two
-/// layouts: the sanitizers slow every kernel down by orders of magnitude.
+/// layouts, both with an aligned C (NN beta = 0, TT beta != 0: the TMA epilogue's two forms):
+/// the sanitizers slow every kernel down by orders of magnitude.
 int quick_level() {
   const char* q = std::getenv("CUFUSE_GEMM_QUICK");
   return q ? std::atoi(q) : 0;
@@ -45,10 +48,11 @@ void every_variant(cufuse::gemm_options opt, const std::string& name_filter, dat
   for (std::size_t si = 0; si < shapes.size(); ++si) {
     const dims d = shapes[si];
     for (int tr = 0; tr < 4; tr += quick_level() >= 2 ? 3 : 1) {
-      // Every other case has an aligned C; with the scalings' beta = 0 cases that runs the
-      // wgmma kernels' TMA-store epilogue as well as their direct one.
-      const layout l{(tr & 2) != 0, (tr & 1) != 0, 0, (si + tr) % 2 == 0};
-      const scaling sc = scalings[(si + tr) % 4];
+      // Every other case has an aligned C, so the wgmma kernels run their TMA epilogue (beta = 0
+      // and beta != 0) as well as their direct one.
+      const bool quick2 = quick_level() >= 2;
+      const layout l{(tr & 2) != 0, (tr & 1) != 0, 0, quick2 || (si + tr) % 2 == 0};
+      const scaling sc = scalings[quick2 ? (tr == 0 ? 0 : 2) : (si + tr) % 4];
       for (const std::string& v : variants_for<T, TC>(d, l, opt)) {
         if (v.find(name_filter) == std::string::npos) {
           continue;
@@ -209,10 +213,14 @@ TEST_CASE("gemm_batched: strided batches, every layout", "[gemm][api]") {
         o.variant = v;
         check_gemm<__half, __half>({129, 200, 136}, l, {1.0f, 0.5f}, data_kind::integers, o, rng,
                                    3);
-        // beta = 0 and an aligned C: the TMA-store epilogue, batch as its third coordinate.
+        // An aligned C: the TMA epilogue, batch as its third coordinate (beta != 0: C loaded).
         check_gemm<__half, __half>({129, 200, 136}, {l.ta, l.tb, 0, true}, {1.0f, 0.0f},
                                    data_kind::integers, o, rng, 3);
         check_gemm<__half, float>({129, 200, 136}, {l.ta, l.tb, 0, true}, {-2.0f, 0.0f},
+                                  data_kind::integers, o, rng, 3);
+        check_gemm<__half, __half>({129, 200, 136}, {l.ta, l.tb, 0, true}, {1.0f, -0.5f},
+                                   data_kind::integers, o, rng, 3);
+        check_gemm<__half, float>({129, 200, 136}, {l.ta, l.tb, 0, true}, {0.5f, 2.0f},
                                   data_kind::integers, o, rng, 3);
         // On one SM each persistent block walks several tiles of several batches, the edge
         // tiles included, with its TMA ring running on across them.
@@ -235,8 +243,10 @@ TEST_CASE("gemm_batched: strided batches, every layout", "[gemm][api]") {
       cufuse::gemm_options o = tf32;
       o.variant = v;
       check_gemm<float, float>({129, 200, 136}, l, {1.0f, 0.5f}, data_kind::reals, o, rng, 3);
-      if (wgmma) { // the TMA-store epilogue (beta = 0, C aligned)
+      if (wgmma) { // the TMA epilogue (C aligned): storing C, then loading and storing it
         check_gemm<float, float>({129, 200, 136}, {l.ta, l.tb, 0, true}, {1.0f, 0.0f},
+                                 data_kind::reals, o, rng, 3);
+        check_gemm<float, float>({129, 200, 136}, {l.ta, l.tb, 0, true}, {1.0f, -0.5f},
                                  data_kind::reals, o, rng, 3);
       }
     }

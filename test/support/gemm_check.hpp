@@ -25,8 +25,8 @@ struct layout {
   bool ta, tb;
   int unaligned; // 1: odd leading dimensions and pointers one element past an aligned address
   /// C's leading dimension and batch stride multiples of 8 elements (16 bytes for 16-bit C):
-  /// with beta = 0 and rows of whole 16-byte units (n a multiple of 8, or of 4 for fp32 C) the
-  /// wgmma kernels then store C through TMA. Else ldc = n + 3 (odd strides).
+  /// with rows of whole 16-byte units (n a multiple of 8, or of 4 for fp32 C) the wgmma kernels
+  /// then store C through TMA (and load it so when beta != 0). Else ldc = n + 3 (odd strides).
   bool aligned_c = false;
 };
 struct scaling {

@@ -57,7 +57,9 @@ struct wgmma_config {
   static constexpr int epi_buf_bytes = 8192;
   static constexpr int epi_bufs = MinBlocks_ == 1 ? 2 : 1;
   static constexpr int epi_bytes = consumers * epi_bufs * epi_buf_bytes;
-  static constexpr int smem_bytes = stages * stage_bytes + epi_bytes + 1024 + 2 * stages * 8;
+  /// mbarriers: full[stages], empty[stages], then one per epilogue buffer (its C load, beta != 0).
+  static constexpr int bar_bytes = (2 * stages + consumers * epi_bufs) * 8;
+  static constexpr int smem_bytes = stages * stage_bytes + epi_bytes + 1024 + bar_bytes;
   static_assert(m_atoms * BN <= 256, "cufuse: a wgmma consumer holds at most 128 accumulators");
   static_assert(BM == 64 || BM == 128 || BM == 256, "cufuse: wgmma tiles are 64, 128 or 256 rows");
   static_assert(BN == 128 || BN == 256, "cufuse: wgmma tiles are 128 or 256 columns wide");
@@ -239,6 +241,14 @@ CUFUSE_DEVICE_FN void fence_async_shared() {
 CUFUSE_DEVICE_FN void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+CUFUSE_DEVICE_FN unsigned ld_shared_b32(unsigned addr) {
+  unsigned v = 0;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+CUFUSE_DEVICE_FN void ld_shared_f32x2(unsigned addr, float& x, float& y) {
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(x), "=f"(y) : "r"(addr) : "memory");
+}
 CUFUSE_DEVICE_FN void st_shared_b32(unsigned addr, unsigned v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
@@ -256,14 +266,17 @@ CUFUSE_DEVICE_FN void st_shared_f32x2(unsigned addr, float x, float y) {
 /// the kernel computes C^T = op(B)^T op(A)^T, i.e. the host passed B as A and A as B with m
 /// and n exchanged (layout NN on TF32 becomes TT), and C is written transposed.
 ///
-/// Epilogue. With `p.epi_tma` (set by the host when beta == 0 and C suits TMA: 16-byte aligned
-/// base, leading dimension and batch stride, and rows of whole 16-byte units, since a TMA store
-/// writes whole 16-byte units even past a row's end) each consumer warpgroup converts its
-/// accumulators to C's type into a 128-byte-swizzled shared buffer, one 64-row MMA atom x 128 bytes
-/// of columns at a time, and one thread stores the buffer with a TMA copy (`map_c`: C as stored,
-/// boxes of 128 bytes x 64 rows; SwapC: two 32 x 32 boxes of the transposed tile). The stores
-/// run asynchronously under the next chunk and the next tile's main loop. Otherwise the
-/// accumulators go straight to global memory (beta != 0 reads C there).
+/// Epilogue. With `p.epi_tma` (set by the host when C suits TMA: 16-byte aligned base, leading
+/// dimension and batch stride, and rows of whole 16-byte units, since a TMA store writes whole
+/// 16-byte units even past a row's end) each consumer warpgroup converts its accumulators to C's
+/// type into a 128-byte-swizzled shared buffer, one 64-row MMA atom x 128 bytes of columns at a
+/// time, and one thread stores the buffer with a TMA copy (`map_c`: C as stored, boxes of 128
+/// bytes x 64 rows; SwapC: two 32 x 32 boxes of the transposed tile). The stores run
+/// asynchronously under the next chunk and the next tile's main loop. With beta != 0 the same
+/// thread first loads the chunk of C into the buffer by TMA (the same boxes), and every thread
+/// reads back the elements it then overwrites. Otherwise the accumulators go straight to global
+/// memory (beta != 0 reads C there: 8 rows per warp access, 0.69-0.82x cuBLAS at 4096^3 where
+/// the staged path runs at 0.98-1.01x; NOTES g24).
 template <class Cfg, bool TA, bool TB, class Epi, bool SwapC = false>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
@@ -287,9 +300,10 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
       (reinterpret_cast<std::uintptr_t>(wgmma_smem_raw) + 1023) & ~std::uintptr_t(1023));
   const unsigned ring = smem_addr(base);
   const unsigned epi_smem = ring + S * Cfg::stage_bytes; // epilogue buffers (1024-aligned)
-  const unsigned bars = epi_smem + Cfg::epi_bytes;       // full[S], then empty[S]
+  const unsigned bars = epi_smem + Cfg::epi_bytes; // full[S], empty[S], C loaded[consumers][EB]
   auto full = [&](int s) { return bars + 8u * unsigned(s); };
   auto empty = [&](int s) { return bars + 8u * unsigned(S + s); };
+  auto c_loaded = [&](int b) { return bars + 8u * unsigned(2 * S + b); };
   auto slot_a = [&](int s) { return ring + unsigned(s * Cfg::stage_bytes); };
   auto slot_b = [&](int s) { return ring + unsigned(s * Cfg::stage_bytes + Cfg::a_bytes); };
 
@@ -304,6 +318,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
       mbar_init(full(s), 1); // the producer's expect_tx arrival
       // One arrival per warp of the warpgroup(s) that consume a slot.
       mbar_init(empty(s), Cfg::pingpong ? 4 : 4 * Cfg::consumers);
+    }
+    for (int b = 0; b < Cfg::consumers * Cfg::epi_bufs; ++b) {
+      mbar_init(c_loaded(b), 1); // the epilogue leader's expect_tx arrival
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -383,10 +400,41 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   const bool epi_leader = tid % 128 == 0;
   const int epi_bar = 3 + cw;
   int epi_n = 0;
+  // beta != 0: the TMA epilogue loads C's chunks into its buffers first. A tile's chunks, in the
+  // order the epilogue fills them: 64-row atom ma (of this warpgroup) x 128-byte column pieces,
+  // `ch` (SwapC: 32 C rows, two 32 x 32 boxes). Chunk c of the tile has buffer (epi_n + c) % EB.
+  // The first EB loads go out before the tile's main loop, so they land under it; with two
+  // buffers each chunk then loads the next one as soon as that buffer's last store has read it.
+  const bool read_c = p.epi_tma && p.beta != 0.0f;
+  const int cw_cols = SwapC ? 32 : 128 / (p.out_type == int(dtype::f32) ? 4 : 2);
+  const int chunks = MA * (BN / cw_cols);
+  // Loads chunk c of the tile at `w` into the buffer of the warpgroup's chunk number `n` and
+  // arms that buffer's barrier (the leader only).
+  auto load_c = [&](const block_work& w, int bc, int c, int n) {
+    const int slot = n % EB;
+    const unsigned buf = epi_base + unsigned(slot * Cfg::epi_buf_bytes);
+    const unsigned bar = c_loaded(cw * EB + slot);
+    const int ma = c / (BN / cw_cols), ch = c % (BN / cw_cols);
+    const int r0 = ((PP ? 0 : cw) * MA + ma) * 64;
+    mbar_expect_tx(bar, Cfg::epi_buf_bytes);
+    if constexpr (SwapC) {
+      tma_load(buf, &map_c, bar, w.m0 + r0, w.n0 + ch * 32, bc);
+      tma_load(buf + 4096, &map_c, bar, w.m0 + r0 + 32, w.n0 + ch * 32, bc);
+    } else {
+      tma_load(buf, &map_c, bar, w.n0 + ch * cw_cols, w.m0 + r0, bc);
+    }
+  };
   for (int tile = static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x); tile < work;
        tile += step * static_cast<int>(gridDim.x), i += step) {
     const int batch = tile / tiles;
     const block_work w = locate_tile<BM, BN, int(sizeof(T)), 2>(p, tile - batch * tiles, batch);
+    const int bc = p.stride_c != 0 ? batch : 0;
+    if (read_c && epi_leader) {
+      bulk_wait_read<0>(); // the previous tile's last stores have read their buffers
+      for (int c = 0; c < EB && c < chunks; ++c) {
+        load_c(w, bc, c, epi_n + c);
+      }
+    }
     if constexpr (PP) {
       it = i * ktiles;
       if (i > 0) {
@@ -480,23 +528,54 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     // Accumulator j * 4 + e sits at MMA row r (e < 2) or r' (e >= 2), column j * 8 + 2q + e % 2
     // (register-A path: rows rs_row and rs_row + 1).
     if (p.epi_tma) {
-      const int bc = p.stride_c != 0 ? batch : 0;
-      // A chunk: wait until its buffer's previous store has read it, fill it, publish it to the
-      // async proxy, and let the warpgroup's leader store it.
+      // A chunk: wait until its buffer's previous store has read it (beta != 0: until C's chunk
+      // has landed in it, and load the next chunk), fill it, publish it to the async proxy, and
+      // let the warpgroup's leader store it.
+      int c_local = 0; // this chunk's number in the tile
       auto begin_chunk = [&]() {
+        const unsigned buf = epi_base + unsigned((epi_n % EB) * Cfg::epi_buf_bytes);
         if (epi_leader) {
-          bulk_wait_read<EB - 1>();
+          if (!read_c) {
+            bulk_wait_read<EB - 1>();
+          } else if constexpr (EB == 1) {
+            if (c_local > 0) { // chunk 0 was loaded before the main loop
+              bulk_wait_read<0>();
+              load_c(w, bc, c_local, epi_n);
+            }
+          } else if (c_local > 0 && c_local + 1 < chunks) {
+            // Chunks 0 and 1 were loaded before the main loop; the next chunk's buffer is the
+            // previous chunk's, once its store has read it.
+            bulk_wait_read<0>();
+            load_c(w, bc, c_local + 1, epi_n + 1);
+          }
         }
         named_barrier(epi_bar, 128);
-        return epi_base + unsigned((epi_n % EB) * Cfg::epi_buf_bytes);
+        if (read_c) {
+          mbar_wait(c_loaded(cw * EB + epi_n % EB), unsigned(epi_n / EB) & 1u);
+        }
+        ++c_local;
+        return buf;
       };
       auto end_chunk = [&]() {
         fence_async_shared();
         named_barrier(epi_bar, 128);
         ++epi_n;
       };
-      // beta == 0 on this path: the epilogue never reads C.
-      auto out = [&](int ma, int e) { return Epi{}(acc[ma][e], p.alpha, 0.0f, nullptr, 0, 0); };
+      // The epilogue of two accumulators whose C values (read_c) sit in shared memory at `addr`
+      // as one 32-bit pair of 16-bit elements or two floats, as they are then written.
+      auto out16 = [&](int ma, int e0, int e1, unsigned addr) {
+        const unsigned c = read_c ? ld_shared_b32(addr) : 0u; // C's pair, as stored
+        return pack_out16(Epi{}(acc[ma][e0], p.alpha, p.beta, &c, 0, p.out_type),
+                          Epi{}(acc[ma][e1], p.alpha, p.beta, &c, 1, p.out_type), p.out_type);
+      };
+      auto st_out32 = [&](int ma, int e0, int e1, unsigned addr) {
+        float c[2] = {0.0f, 0.0f};
+        if (read_c) {
+          ld_shared_f32x2(addr, c[0], c[1]);
+        }
+        st_shared_f32x2(addr, Epi{}(acc[ma][e0], p.alpha, p.beta, c, 0, int(dtype::f32)),
+                        Epi{}(acc[ma][e1], p.alpha, p.beta, c, 1, int(dtype::f32)));
+      };
       auto store_tiles = [&](auto out_size) {
         [[maybe_unused]] constexpr int OS = decltype(out_size)::value; // bytes per C element
         CUFUSE_UNROLL
@@ -515,8 +594,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
               CUFUSE_UNROLL
               for (int jj = 0; jj < 4; ++jj) {
                 const int j = ch * 4 + jj, c = jj * 8 + 2 * q;
-                st_shared_f32x2(buf + off(c), out(ma, j * 4 + 0), out(ma, j * 4 + 2));
-                st_shared_f32x2(buf + off(c + 1), out(ma, j * 4 + 1), out(ma, j * 4 + 3));
+                st_out32(ma, j * 4 + 0, j * 4 + 2, buf + off(c));
+                st_out32(ma, j * 4 + 1, j * 4 + 3, buf + off(c + 1));
               }
               end_chunk();
               if (epi_leader) {
@@ -538,16 +617,16 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
               for (int jj = 0; jj < CW / 8; ++jj) {
                 const int j = ch * (CW / 8) + jj;
                 if constexpr (OS == 2) {
-                  st_shared_b32(buf + unsigned(ra * 128 + ((jj ^ (ra & 7)) << 4) + 4 * q),
-                                pack_out16(out(ma, j * 4 + 0), out(ma, j * 4 + 1), p.out_type));
-                  st_shared_b32(buf + unsigned(rb * 128 + ((jj ^ (rb & 7)) << 4) + 4 * q),
-                                pack_out16(out(ma, j * 4 + 2), out(ma, j * 4 + 3), p.out_type));
+                  const unsigned lo = buf + unsigned(ra * 128 + ((jj ^ (ra & 7)) << 4) + 4 * q);
+                  const unsigned hi = buf + unsigned(rb * 128 + ((jj ^ (rb & 7)) << 4) + 4 * q);
+                  st_shared_b32(lo, out16(ma, j * 4 + 0, j * 4 + 1, lo));
+                  st_shared_b32(hi, out16(ma, j * 4 + 2, j * 4 + 3, hi));
                 } else {
                   const int u = 2 * jj + (q >> 1), within = (q & 1) * 8;
-                  st_shared_f32x2(buf + unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within),
-                                  out(ma, j * 4 + 0), out(ma, j * 4 + 1));
-                  st_shared_f32x2(buf + unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within),
-                                  out(ma, j * 4 + 2), out(ma, j * 4 + 3));
+                  st_out32(ma, j * 4 + 0, j * 4 + 1,
+                           buf + unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within));
+                  st_out32(ma, j * 4 + 2, j * 4 + 3,
+                           buf + unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within));
                 }
               }
               end_chunk();

@@ -223,23 +223,25 @@ cudaError_t launch_variant(const gemm_args& args_in, bool ta, bool tb, dim3 grid
     if (swapped) {
       ta = tb = true;
     }
-    // C through shared memory and TMA stores when beta == 0 (nothing to read), C's base,
+    // C through shared memory and TMA (loads of C when beta != 0, then stores) when C's base,
     // leading dimension and batch stride are 16-byte multiples (TMA's rule), and so is its
     // row length: a TMA store writes whole 16-byte units, so past a row's end it would write
-    // the padding up to the next 16 bytes. Else direct stores. CUFUSE_GEMM_TMA_STORE=0
-    // forces direct stores (for comparisons).
+    // the padding up to the next 16 bytes. Else direct stores; also for beta != 0 on a C that
+    // every batch shares (batch stride 0), whose chunks the batches would load and store
+    // interleaved. CUFUSE_GEMM_TMA_STORE=0 forces direct stores (for comparisons).
     static const bool tma_store_allowed = [] {
       const char* e = std::getenv("CUFUSE_GEMM_TMA_STORE");
       return e == nullptr || std::string(e) != "0";
     }();
     const std::int64_t out_size = args.out_type == int(dtype::f32) ? 4 : 2;
     const bool batched_c = grid.z > 1 && args.stride_c != 0;
+    const bool shared_c = grid.z > 1 && args.stride_c == 0;
     const std::int64_t c_cols = swapped ? args.m : args.n;
-    args.epi_tma = tma_store_allowed && args.beta == 0.0f && (c_cols * out_size) % 16 == 0 &&
-                   (!Cfg::tf32 || args.out_type == int(dtype::f32)) &&
-                   reinterpret_cast<std::uintptr_t>(args.c) % 16 == 0 &&
-                   (args.ldc * out_size) % 16 == 0 &&
-                   (!batched_c || (args.stride_c * out_size) % 16 == 0);
+    args.epi_tma =
+        tma_store_allowed && (args.beta == 0.0f || !shared_c) && (c_cols * out_size) % 16 == 0 &&
+        (!Cfg::tf32 || args.out_type == int(dtype::f32)) &&
+        reinterpret_cast<std::uintptr_t>(args.c) % 16 == 0 && (args.ldc * out_size) % 16 == 0 &&
+        (!batched_c || (args.stride_c * out_size) % 16 == 0);
     // A K-major operand is one box of BK elements (128 bytes) x tile rows; an M/N-major one,
     // boxes of BK M/N-elements (128 bytes) x BK K-rows (see kernels_sm90.cuh). The tensor maps
     // depend only on addresses, shapes and strides: the last ones of this thread and variant
