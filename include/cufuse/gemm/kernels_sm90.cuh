@@ -276,7 +276,7 @@ CUFUSE_DEVICE_FN void st_shared_f32x2(unsigned addr, float x, float y) {
 /// thread first loads the chunk of C into the buffer by TMA (the same boxes), and every thread
 /// reads back the elements it then overwrites. Otherwise the accumulators go straight to global
 /// memory (beta != 0 reads C there: 8 rows per warp access, 0.69-0.82x cuBLAS at 4096^3 where
-/// the staged path runs at 0.98-1.01x; NOTES g24).
+/// the staged path runs at 0.98-1.01x; NOTES g25).
 template <class Cfg, bool TA, bool TB, class Epi, bool SwapC = false>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
