@@ -1,5 +1,5 @@
 /// \file The GEMM engine: problem checks, variant constraints, the static heuristic, the tuner
-/// (off / online UCB / frozen database) and the launch (with split-K workspace and reduction).
+/// (off / online UCB / frozen database) and the launch (with the split-K workspace).
 #include "registry.hpp"
 
 #include <cufuse/core/error.hpp>
@@ -66,6 +66,10 @@ struct device_state {
   std::string name;
   int sms = 0, cc = 0, l2 = 0, smem_per_sm = 0, runtime = 0;
   std::vector<int> arch; // per variant: SASS arch of its kernels on this device (0: none)
+  // Split-K workspaces come from this pool, which keeps up to 256 MiB mapped between calls;
+  // the default pool hands freed memory back to the driver at every synchronization, so the
+  // next call paid for a fresh mapping (bench/NOTES.md g12, g15, g27). Null: the default pool.
+  cudaMemPool_t pool = nullptr;
 };
 
 const device_state& device_state_for(int ordinal) {
@@ -90,6 +94,21 @@ const device_state& device_state_for(int ordinal) {
         CUFUSE_CUDA_CHECK_MSG(v.prepare(&a), "preparing GEMM variant " + v.name);
       }
       d->arch.push_back(a);
+    }
+    int pools = 0;
+    if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, ordinal) == cudaSuccess &&
+        pools != 0) {
+      cudaMemPoolProps props{};
+      props.allocType = cudaMemAllocationTypePinned;
+      props.location.type = cudaMemLocationTypeDevice;
+      props.location.id = ordinal;
+      CUFUSE_CUDA_CHECK_MSG(cudaMemPoolCreate(&d->pool, &props),
+                            "creating the split-K workspace pool of device " +
+                                std::to_string(ordinal));
+      std::uint64_t keep = std::uint64_t(256) << 20;
+      CUFUSE_CUDA_CHECK_MSG(
+          cudaMemPoolSetAttribute(d->pool, cudaMemPoolAttrReleaseThreshold, &keep),
+          "setting the release threshold of the split-K workspace pool");
     }
     slot = std::move(d);
   }
@@ -299,31 +318,40 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
     CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "launching GEMM variant " + v.name);
     return;
   }
-  const std::int64_t mn = p.m * p.n;
+  // Split-K. Up to 4 splits: one launch; each block writes its partial tile to the workspace
+  // and the last split of a tile to arrive (a counter per tile) sums them and writes C
+  // (kernels.cuh splitk_fixup). More splits: the blocks write partials only and a reduction
+  // kernel sums them over the whole GPU, since one block per tile reading 8 or 16 partials
+  // was slower than the second launch (bench/NOTES.md g27).
+  const bool fixup = splits <= 4;
+  const std::int64_t tiles = static_cast<std::int64_t>(grid.x) * p.batch;
+  const std::size_t ws_bytes = static_cast<std::size_t>(p.m * p.n * p.batch * splits * 4);
+  const std::size_t count_at = (ws_bytes + 255) / 256 * 256;
+  const std::size_t bytes =
+      fixup ? count_at + static_cast<std::size_t>(tiles) * sizeof(unsigned) : ws_bytes;
   void* ws = nullptr;
-  const std::size_t bytes = static_cast<std::size_t>(mn * p.batch * splits * 4);
-  CUFUSE_CUDA_CHECK_MSG(cudaMallocAsync(&ws, bytes, stream),
-                        "allocating the " + std::to_string(bytes) + "-byte split-K workspace of " +
-                            v.name);
-  gemm_args part = args;
-  part.c = ws;
-  part.ldc = p.n;
-  part.stride_c = mn * splits;
-  part.split_stride_c = mn;
-  part.alpha = 1.0f;
-  part.beta = 0.0f;
-  part.out_type = int(dtype::f32);
-  cudaError_t e = v.launch(part, p.a.trans, p.b.trans, grid, sms, stream);
+  const std::string what = "the " + std::to_string(bytes) + "-byte split-K workspace of " + v.name;
+  CUFUSE_CUDA_CHECK_MSG(d.pool ? cudaMallocFromPoolAsync(&ws, bytes, d.pool, stream)
+                               : cudaMallocAsync(&ws, bytes, stream),
+                        "allocating " + what);
+  out.ws = static_cast<float*>(ws);
+  cudaError_t e = cudaSuccess;
+  if (fixup) {
+    out.ws_count = reinterpret_cast<unsigned*>(static_cast<char*>(ws) + count_at);
+    e = cudaMemsetAsync(out.ws_count, 0, bytes - count_at, stream);
+  }
+  if (e == cudaSuccess) {
+    e = v.launch(out, p.a.trans, p.b.trans, grid, sms, stream);
+  }
   if (e == cudaSuccess) {
     e = cudaGetLastError();
   }
-  if (e == cudaSuccess) {
-    e = launch_splitk_reduce(static_cast<const float*>(ws), out, static_cast<int>(p.batch), d.sms,
-                             stream);
+  if (e == cudaSuccess && !fixup) {
+    e = launch_splitk_reduce(out.ws, out, static_cast<int>(p.batch), d.sms, stream);
   }
   const cudaError_t f = cudaFreeAsync(ws, stream);
   CUFUSE_CUDA_CHECK_MSG(e, "launching GEMM variant " + v.name);
-  CUFUSE_CUDA_CHECK_MSG(f, "freeing the split-K workspace of " + v.name);
+  CUFUSE_CUDA_CHECK_MSG(f, "freeing " + what);
 }
 
 // ---- problem checks --------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 /// \file GEMM kernel templates: FP32 SIMT, mma.sync (FP16/BF16 via ldmatrix; TF32 via ldmatrix
 /// for K-major operands, 4- or 8-byte reads of padded rows for M/N-major ones), the split-K
-/// reduction, and the shared epilogue. Instantiated by src/ through the variant lists of
+/// fixup, and the shared epilogue. Instantiated by src/ through the variant lists of
 /// variants.cuh; users do not include this file directly.
 ///
 /// Conventions. Row-major storage. op(A) is m x k, op(B) is k x n. `TA`: A is stored k x m (the
@@ -156,6 +156,97 @@ struct block_work {
     return k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
   }
 };
+
+/// Split-K: the arguments a split block writes its partial tile with, into the fp32 workspace
+/// (alpha 1, beta 0; rows of `cols` = C's stored row length; split planes of m x n).
+CUFUSE_DEVICE_FN gemm_args split_partial_args(const gemm_args& p, int cols) {
+  gemm_args q = p;
+  q.c = p.ws;
+  q.ldc = cols;
+  q.split_stride_c = std::int64_t(p.m) * p.n;
+  q.stride_c = q.split_stride_c * p.splits;
+  q.alpha = 1.0f;
+  q.beta = 0.0f;
+  q.out_type = int(dtype::f32);
+  return q;
+}
+
+/// Split-K, after a block has written its partial CM x CN tile (at row0, col0 of C as stored,
+/// whose shape `p` gives): the last of the tile's splits to arrive sums the partials of every
+/// split in split order (so the result does not depend on which one is last), applies the
+/// epilogue and writes C: one launch per call. (Without counters, p.ws_count null, the
+/// launcher runs splitk_reduce_kernel after the GEMM instead.)
+template <int CM, int CN, int Threads, class Epi>
+CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0) {
+  __shared__ int last;
+  if (p.ws_count == nullptr) { // the launcher reduces the workspace in a second kernel
+    return;
+  }
+  const int tid = static_cast<int>(threadIdx.x);
+  __threadfence(); // this thread's partials are visible to the block that finishes the tile
+  __syncthreads();
+  const int batch = static_cast<int>(blockIdx.z) / p.splits;
+  if (tid == 0) {
+    unsigned* count = p.ws_count + std::int64_t(batch) * gridDim.x + blockIdx.x;
+    last = atomicAdd(count, 1u) + 1 == unsigned(p.splits);
+  }
+  __syncthreads();
+  if (!last) {
+    return;
+  }
+  __threadfence();
+  // Each thread sums groups of 4 columns over every split, the groups' loads of one split
+  // issued together (16-byte loads where the workspace rows allow): a scalar loop left the
+  // finishing block waiting on one load at a time (bench/NOTES.md g27).
+  static_assert(CN % 4 == 0 && (CM * CN / 4) % Threads == 0,
+                "cufuse: a split-K tile must split into 4-column groups evenly over the block");
+  constexpr int G = CM * CN / 4 / Threads;
+  const std::int64_t mn = std::int64_t(p.m) * p.n;
+  const float* src = p.ws + std::int64_t(batch) * p.splits * mn;
+  const int out_size = p.out_type == int(dtype::f32) ? 4 : 2;
+  void* c = static_cast<char*>(p.c) + batch * p.stride_c * out_size;
+  const bool vec_ok =
+      p.ldc % 4 == 0 && reinterpret_cast<std::uintptr_t>(c) % (4u * unsigned(out_size)) == 0;
+  float sum[G][4];
+  std::int64_t at[G];
+  int cnt[G];  // columns of the group inside C (0 .. 4)
+  bool vec[G]; // all 4, and 16-byte aligned in the workspace (rows of a multiple of 4)
+  CUFUSE_UNROLL
+  for (int g = 0; g < G; ++g) {
+    const int e = tid + g * Threads, r = e / (CN / 4), q = e % (CN / 4) * 4;
+    at[g] = std::int64_t(row0 + r) * p.n + (col0 + q);
+    cnt[g] = row0 + r < p.m ? max(0, min(4, p.n - (col0 + q))) : 0;
+    vec[g] = cnt[g] == 4 && p.n % 4 == 0;
+    sum[g][0] = sum[g][1] = sum[g][2] = sum[g][3] = 0.0f;
+  }
+  for (int k = 0; k < p.splits; ++k) { // in split order: the same sum whichever block is last
+    const float* part = src + k * mn;
+    CUFUSE_UNROLL
+    for (int g = 0; g < G; ++g) {
+      if (vec[g]) {
+        const float4 x = __ldcg(reinterpret_cast<const float4*>(part + at[g]));
+        sum[g][0] += x.x;
+        sum[g][1] += x.y;
+        sum[g][2] += x.z;
+        sum[g][3] += x.w;
+      } else {
+        CUFUSE_UNROLL
+        for (int j = 0; j < 4; ++j) {
+          if (j < cnt[g]) {
+            sum[g][j] += __ldcg(part + at[g] + j);
+          }
+        }
+      }
+    }
+  }
+  CUFUSE_UNROLL
+  for (int g = 0; g < G; ++g) {
+    if (cnt[g] > 0) {
+      const int e = tid + g * Threads;
+      store_group<4>(p, c, row0 + e / (CN / 4), col0 + e % (CN / 4) * 4, sum[g], vec_ok, Epi{});
+    }
+  }
+}
 
 /// Sets every element of a thread's accumulator array to zero.
 template <class A>
@@ -442,8 +533,9 @@ CUFUSE_DEVICE_FN void simt_store(const gemm_args& p, const block_work& w, int tx
 }
 
 template <class Cfg, bool TA, bool TB, class Epi>
-__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) simt_gemm_kernel(gemm_args p) {
+__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) simt_gemm_kernel(gemm_args p_in) {
   using T = typename Cfg::element;
+  const gemm_args p = Cfg::splits > 1 ? split_partial_args(p_in, p_in.n) : p_in;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK;
   constexpr int SA = BM + Cfg::pad, SB = BN + Cfg::pad;
   extern __shared__ __align__(16) float simt_smem[];
@@ -492,6 +584,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) simt_gemm_kerne
   }
 
   simt_store<Cfg, Epi>(p, w, tx, ty, acc);
+  if constexpr (Cfg::splits > 1) {
+    splitk_fixup<BM, BN, Cfg::threads, Epi>(p_in, w.m0, w.n0);
+  }
 }
 
 /// How a SIMT cp.async copier places one operand's MN x BK tile in shared memory, always as
@@ -602,6 +697,7 @@ template <class Cfg, bool TA, bool TB, class Epi>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     simt_async_gemm_kernel(gemm_args p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  static_assert(Cfg::splits == 1, "cufuse: the cp.async SIMT kernel has no split-K form");
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
   using copier_a = simt_copier<BM, BK, Cfg::threads,
                                TA ? simt_copy::along_mn : simt_copy::transpose4, Cfg::krows_a>;
@@ -1021,9 +1117,11 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
 /// Swap: `p` describes C^T = op(B)^T op(A)^T (operands, m / n and their strides exchanged by
 /// the launcher) and the kernel writes C as stored (TF32 NN runs as TT: see kernel_of).
 template <class Cfg, bool TA, bool TB, class Epi, bool Swap = false>
-__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel(gemm_args p) {
+__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel(gemm_args p_in) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using T = typename Cfg::element;
+  // Split-K blocks write partial tiles of C as stored (n x m under Swap) to the workspace.
+  const gemm_args p = Cfg::splits > 1 ? split_partial_args(p_in, Swap ? p_in.m : p_in.n) : p_in;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
   extern __shared__ __align__(128) unsigned char mma_smem[];
   using CA = mma_tile_copier<Cfg, BM, !TA>;
@@ -1217,6 +1315,14 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
   } else if constexpr (!Cfg::tf32) {
     store_rows(std::type_identity<T>{});
   }
+  if constexpr (Cfg::splits > 1) {
+    gemm_args rc = p_in; // C as stored
+    if constexpr (Swap) {
+      rc.m = p_in.n;
+      rc.n = p_in.m;
+    }
+    splitk_fixup<CM, CN, Cfg::threads, Epi>(rc, row0, col0);
+  }
 #else
   __trap(); // never launched: the host checks the kernel's binary architecture first
 #endif
@@ -1224,7 +1330,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
 
 // ---- split-K reduction -----------------------------------------------------------------------
 
-/// C[b] = epilogue(sum over splits of ws[b][s]); ws is [batch][splits][m][n] fp32.
+/// C[b] = epilogue(sum over splits of ws[b][s]); ws is [batch][splits][m][n] fp32. For 8 and
+/// more splits, where the in-kernel fixup (one block per tile) reads too much per block.
 template <class Epi>
 __global__ void splitk_reduce_kernel(const float* ws, gemm_args p, int batch) {
   const std::int64_t mn = std::int64_t(p.m) * p.n;

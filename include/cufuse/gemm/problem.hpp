@@ -78,6 +78,10 @@ struct gemm_args {
   float alpha, beta;
   int out_type; // dtype of C as int (the workspace of split-K is f32)
   int epi_tma;  // wgmma kernels: store C through shared memory and TMA (set by the launcher)
+  // Split-K (splits > 1): the fp32 workspace [batch][splits][m][n] of C as stored, and one
+  // arrival counter per output tile and batch (zero at launch); c and the rest describe C.
+  float* ws;
+  unsigned* ws_count;
 };
 
 } // namespace gemm_detail
