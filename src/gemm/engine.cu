@@ -324,7 +324,11 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   // kernel sums them over the whole GPU, since one block per tile reading 8 or 16 partials
   // was slower than the second launch (bench/NOTES.md g27).
   const bool fixup = splits <= 4;
-  const std::int64_t tiles = static_cast<std::int64_t>(grid.x) * p.batch;
+  // Counters for every output tile of the grid the kernel runs: TF32 NN on mma.sync runs as
+  // C^T = B^T A^T, n x m in tiles of bm x bn (variants.cuh), whose count differs when bm != bn.
+  const std::int64_t tiles = std::max(ceil_div(p.m, v.bm) * ceil_div(p.n, v.bn),
+                                      ceil_div(p.n, v.bm) * ceil_div(p.m, v.bn)) *
+                             p.batch;
   const std::size_t ws_bytes = static_cast<std::size_t>(p.m * p.n * p.batch * splits * 4);
   const std::size_t count_at = (ws_bytes + 255) / 256 * 256;
   const std::size_t bytes =
