@@ -179,7 +179,7 @@ CUFUSE_DEVICE_FN gemm_args split_partial_args(const gemm_args& p, int cols) {
 template <int CM, int CN, int Threads, class Epi>
 CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0) {
   __shared__ int last;
-  if (p.ws_count == nullptr) { // the launcher reduces the workspace in a second kernel
+  if (p.ws == nullptr || p.ws_count == nullptr) { // unsplit, or reduced by a second kernel
     return;
   }
   const int tid = static_cast<int>(threadIdx.x);
@@ -535,7 +535,8 @@ CUFUSE_DEVICE_FN void simt_store(const gemm_args& p, const block_work& w, int tx
 template <class Cfg, bool TA, bool TB, class Epi>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) simt_gemm_kernel(gemm_args p_in) {
   using T = typename Cfg::element;
-  const gemm_args p = Cfg::splits > 1 ? split_partial_args(p_in, p_in.n) : p_in;
+  const gemm_args p =
+      Cfg::splits > 1 && p_in.ws != nullptr ? split_partial_args(p_in, p_in.n) : p_in;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK;
   constexpr int SA = BM + Cfg::pad, SB = BN + Cfg::pad;
   extern __shared__ __align__(16) float simt_smem[];
@@ -1120,8 +1121,11 @@ template <class Cfg, bool TA, bool TB, class Epi, bool Swap = false>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel(gemm_args p_in) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using T = typename Cfg::element;
-  // Split-K blocks write partial tiles of C as stored (n x m under Swap) to the workspace.
-  const gemm_args p = Cfg::splits > 1 ? split_partial_args(p_in, Swap ? p_in.m : p_in.n) : p_in;
+  // Split-K blocks write partial tiles of C as stored (n x m under Swap) to the workspace
+  // (without one, a split configuration launched unsplit writes C directly).
+  const gemm_args p = Cfg::splits > 1 && p_in.ws != nullptr
+                          ? split_partial_args(p_in, Swap ? p_in.m : p_in.n)
+                          : p_in;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
   extern __shared__ __align__(128) unsigned char mma_smem[];
   using CA = mma_tile_copier<Cfg, BM, !TA>;
