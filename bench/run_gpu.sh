@@ -75,7 +75,7 @@ if [ "$what" = gemm ] || [ "$what" = all ]; then
     build-gpu/bench/cufuse_bench_mma_peak --json "$OUT/logs/mma_peak.json" | tee "$OUT/mma_peak.md"
   step "GEMM: cufuse-tune --exhaustive vs cuBLAS (same run)"
   timeout 480 build-gpu/src/cufuse-tune --dtypes ${GEMM_DTYPES:-f32,tf32,f16,bf16} --trans ${GEMM_TRANS:-NN,NT} \
-    --shapes ${GEMM_SHAPES:-1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,512x4096x4096,128x4096x4096,32x4096x4096,4096x4096x128} \
+    --shapes ${GEMM_SHAPES:-1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,512x4096x4096,128x4096x4096,32x4096x4096,4096x4096x128,128x128x8192} \
     --exhaustive --file "$OUT/logs/tune.db" --json "$OUT/logs/gemm_tune.json" 2>&1 | tee "$OUT/logs/gemm_tune.log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   python3 bench/gemm_report.py "$OUT/logs/gemm_tune.json" "$OUT/gemm" >/dev/null || status=1

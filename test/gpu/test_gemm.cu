@@ -253,6 +253,10 @@ TEST_CASE("gemm_batched: strided batches, every layout", "[gemm][api]") {
     cufuse::gemm_options split;
     split.variant = "sm80_f16_mma_64x64x32_w2x2_s4_split4";
     check_gemm<__half, __half>({70, 66, 700}, l, {2.0f, 1.0f}, data_kind::reals, split, rng, 4);
+    // 16 splits: partials of every batch summed by the reduction kernel.
+    split.variant = "sm80_bf16_mma_64x64x32_w2x2_s4_split16";
+    check_gemm<__nv_bfloat16, float>({70, 66, 700}, l, {1.0f, -1.0f}, data_kind::integers, split,
+                                     rng, 3);
     // FP32 SIMT split-K: every batch's tiles finish in the block that arrives last.
     for (const char* v :
          {"sm70_f32_simt_64x64x16_t4x4_v4_split4", "sm70_f32_simt_64x64x16_t4x4_v1_split8"}) {

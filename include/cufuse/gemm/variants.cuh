@@ -76,12 +76,15 @@ using simt_variants = variant_list<
     simt_config<__nv_bfloat16, 64, 64, 16, 1, 1, 1>,
     simt_config<__nv_bfloat16, 128, 128, 8, 2, 2, 1>>;
 
+/// FP16 / BF16 on mma.sync. Split-K: 4 splits (finished in the kernel) and 16 (a reduction
+/// kernel) for small outputs with a long K, e.g. 128 x 128 x 8192, where 16 tiles leave most
+/// SMs idle.
 template <class T>
 using mma16_variants =
     variant_list<mma_config<T, 128, 128, 64, 2, 2, 3>, mma_config<T, 128, 256, 64, 2, 4, 3>,
                  mma_config<T, 256, 128, 64, 4, 2, 3>, mma_config<T, 128, 64, 64, 2, 2, 3>,
                  mma_config<T, 64, 128, 64, 2, 2, 3>, mma_config<T, 64, 64, 64, 2, 2, 4>,
-                 mma_config<T, 64, 64, 32, 2, 2, 4, 4>>;
+                 mma_config<T, 64, 64, 32, 2, 2, 4, 4>, mma_config<T, 64, 64, 32, 2, 2, 4, 16>>;
 
 using mma_f16_variants = mma16_variants<__half>;
 using mma_bf16_variants = mma16_variants<__nv_bfloat16>;
