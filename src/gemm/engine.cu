@@ -209,7 +209,7 @@ bool can_run(int vi, const problem& p, const device_state& d, std::string* why =
   if (v.fam == family::wgmma && double(tiles) * double(p.batch) > INT_MAX) {
     return no("its persistent blocks count batch x tiles in 32 bits");
   }
-  if (v.fam == family::wgmma && p.batch > 1) {
+  if (v.tma && p.batch > 1) {
     // TMA walks batches as a third tensor dimension: each batch must start past the previous
     // one's last row (or every batch shares one matrix, stride 0).
     for (const operand* o : {&p.a, &p.b}) {

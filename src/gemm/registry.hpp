@@ -11,7 +11,8 @@ std::vector<variant> simt_set();
 std::vector<variant> f16_set();
 std::vector<variant> bf16_set();
 std::vector<variant> tf32_set();
-/// sm_90a wgmma + TMA variants; empty when the library was built without sm_90a.
+/// sm_90a variants (wgmma + TMA, and TF32 mma.sync + TMA); empty when the library was built
+/// without sm_90a.
 std::vector<variant> wgmma_set();
 
 /// Sums the split-K workspace ([batch][splits][m][n] fp32) into C with the standard epilogue.

@@ -3,6 +3,8 @@
 // - the main loop's precomputed fragment offsets (mma_frag_layout: per-thread base, one XOR
 //   per compile-time column offset) equal the direct swizzle of the row and column each lane
 //   must read, written out here from the PTX ISA's ldmatrix and mma fragment layouts;
+// - TF32 with TMA loads: the M-major A reads address the TMA boxes' 128-byte swizzle, each
+//   half warp's 8-byte reads cover the 32 banks once, and the K-major tiles' swizzle is TMA's;
 // - the planned cp.async copies (mma_tile_copier) land where the checked loader puts them, and
 //   the threads' copies cover every 16-byte chunk of a stage exactly once;
 // - the FP32 SIMT cp.async copies (simt_copier, every pipelined SIMT configuration, both
@@ -25,6 +27,11 @@ using namespace cufuse::gemm_detail;
 /// M-major A hands an m16 fragment's rows to the MMA in the order 0, 8, 1, 9, ..., 7, 15
 /// (row h * 8 + g of the fragment reads tile row 2 g + h), so that a0 / a1 and a2 / a3 are
 /// neighbours; the epilogue writes them back to the same rows (`a_row`).
+/// Element offset at which TMA's 128-byte swizzle puts the element at byte `o` of a box laid
+/// out densely from a 1024-byte boundary: 16-byte chunk bits 4-6 XOR the 128-byte row's bits
+/// 7-9 (CU_TENSOR_MAP_SWIZZLE_128B).
+int tma_swizzled(int o) { return (o ^ (((o >> 7) & 7) << 4)) / 4; }
+
 template <class Cfg, bool TA, bool TB>
 struct reference {
   static int a(int wm, int lane, int mi, int ks, int e) {
@@ -45,6 +52,12 @@ struct reference {
       const int g = lane >> 2, t = lane & 3;
       if constexpr (!TA) { // ldmatrix: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
         return swz<Cfg::BK, Cfg::chunk, false>(m0 + r + (j & 1) * 8, ks * 8 + (j >> 1) * 4);
+      } else if constexpr (Cfg::tma) {
+        // TMA boxes of 32 rows x BK k-rows (4 KiB each). The rows the fragment's h * 8 + g
+        // reads are the layout's choice (a_row; check_fragments checks they are a permutation).
+        const int k = ks * 8 + t + (e >> 1) * 4;
+        const int m = wm * Cfg::WTM + mma_frag_layout<Cfg, TA, TB>::a_row(mi, e & 1, g);
+        return tma_swizzled((m / 32) * 32 * Cfg::BK * 4 + k * 128 + (m % 32) * 4);
       } else { // [k][m]: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
         return swz<Cfg::BM, Cfg::chunk, true>(ks * 8 + t + (e >> 1) * 4, m0 + 2 * g + (e & 1));
       }
@@ -107,12 +120,62 @@ void check_fragments(std::vector<std::string>& bad) {
       }
     }
   }
-  // The epilogue writes fragment row h * 8 + g back to the row it was read from.
-  for (int h = 0; h < 2; ++h) {
-    for (int g = 0; g < 8; ++g) {
-      if (L::a_row(h, g) != (L::a_ldsm ? h * 8 + g : 2 * g + h)) {
-        bad.push_back(where + " epilogue row of h " + std::to_string(h) + " g " +
-                      std::to_string(g));
+  // The epilogue writes fragment row h * 8 + g back to the row it was read from: the rows of
+  // a warp tile's fragments are each row once (and, but for the TMA boxes, fixed).
+  std::vector<int> rows(Cfg::WTM, 0);
+  for (int mi = 0; mi < Cfg::MI; ++mi) {
+    for (int h = 0; h < 2; ++h) {
+      for (int g = 0; g < 8; ++g) {
+        const int r = L::a_row(mi, h, g);
+        if (r < 0 || r >= Cfg::WTM ||
+            (!L::a_box && r != mi * 16 + (L::a_ldsm ? h * 8 + g : 2 * g + h))) {
+          bad.push_back(where + " epilogue row of mi " + std::to_string(mi) + " h " +
+                        std::to_string(h) + " g " + std::to_string(g));
+        } else {
+          ++rows[std::size_t(r)];
+        }
+      }
+    }
+  }
+  for (int r = 0; r < Cfg::WTM; ++r) {
+    if (rows[std::size_t(r)] != 1) {
+      bad.push_back(where + " warp tile row " + std::to_string(r) + " computed " +
+                    std::to_string(rows[std::size_t(r)]) + " times");
+    }
+  }
+  if constexpr (L::a_box) {
+    // Bank conflicts of the 8-byte reads: each half warp's 16 reads must cover the 32 banks.
+    for (int w = 0; w < Cfg::WM; ++w) {
+      for (int ks = 0; ks < KS; ++ks) {
+        for (int mi = 0; mi < Cfg::MI; ++mi) {
+          for (int kh = 0; kh < 2; ++kh) {
+            for (int half = 0; half < 2; ++half) {
+              std::vector<int> banks(32, 0);
+              for (int lane = 16 * half; lane < 16 * half + 16; ++lane) {
+                const int off = L::a_off(L::a_base(w, lane), mi, ks, kh);
+                ++banks[std::size_t(off % 32)];
+                ++banks[std::size_t((off + 1) % 32)];
+              }
+              for (int b : banks) {
+                if (b != 1) {
+                  bad.push_back(where + " bank conflict in A reads, mi " + std::to_string(mi) +
+                                " ks " + std::to_string(ks));
+                  break;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // K-major tiles of 32-bit elements (rows of 128 bytes) are what TMA's 128-byte swizzle gives.
+  if constexpr (Cfg::tma) {
+    for (int r = 0; r < 64; ++r) {
+      for (int c = 0; c < Cfg::BK; ++c) {
+        if (swz<Cfg::BK, Cfg::chunk, false>(r, c) != tma_swizzled(r * 128 + c * 4)) {
+          bad.push_back(where + " K-major swizzle of row " + std::to_string(r));
+        }
       }
     }
   }
@@ -157,6 +220,11 @@ void check_copier(std::vector<std::string>& bad) {
 
 template <class Cfg>
 void check_config(std::vector<std::string>& bad) {
+  if constexpr (Cfg::tma) { // B K-major: NT, and TT (NN runs as TT); TMA copies, no copier
+    check_fragments<Cfg, false, true>(bad);
+    check_fragments<Cfg, true, true>(bad);
+    return;
+  }
   check_fragments<Cfg, false, false>(bad);
   check_fragments<Cfg, false, true>(bad);
   check_fragments<Cfg, true, false>(bad);
@@ -247,7 +315,8 @@ TEST_CASE("gemm: mma.sync shared-memory addressing matches the fragment layouts"
   int configs = check_list(mma_f16_variants{}, bad);
   configs += check_list(mma_bf16_variants{}, bad);
   configs += check_list(mma_tf32_variants{}, bad);
+  configs += check_list(mma_tma_tf32_variants{}, bad);
   INFO(bad.size() << " mismatches; first: " << (bad.empty() ? "" : bad.front()));
-  CHECK(configs == 23); // 8 FP16, 8 BF16, 7 TF32
+  CHECK(configs == 27); // 8 FP16, 8 BF16, 7 TF32, 4 TF32 with TMA loads
   CHECK(bad.empty());
 }

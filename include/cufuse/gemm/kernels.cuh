@@ -796,12 +796,18 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
 
 /// mma.sync tile: block BM x BN x BK, WM x WN warps (each a (BM/WM) x (BN/WN) warp tile),
 /// `Stages`-deep cp.async pipeline. T: __half, __nv_bfloat16, or float (TF32 math).
-template <class T, int BM_, int BN_, int BK_, int WM_, int WN_, int Stages_, int Splits_ = 1>
+/// `Tma` (TF32 only, sm_90a: kernels_sm90.cuh): the stages are filled by TMA instead of
+/// cp.async, in the 128-byte-swizzled layouts of the wgmma kernels (no padded rows).
+template <class T, int BM_, int BN_, int BK_, int WM_, int WN_, int Stages_, int Splits_ = 1,
+          bool Tma_ = false>
 struct mma_config {
   using element = T;
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, stages = Stages_;
   static constexpr int splits = Splits_;
-  static constexpr int threads = 32 * WM * WN;
+  static constexpr bool tma = Tma_;
+  /// The warps that compute (and, with cp.async, copy); TMA tiles add a producer warpgroup.
+  static constexpr int mma_threads = 32 * WM * WN;
+  static constexpr int threads = mma_threads + (tma ? 128 : 0);
   static constexpr int WTM = BM / WM, WTN = BN / WN;
   static constexpr bool tf32 = sizeof(T) == 4;
   static constexpr int MMA_K = tf32 ? 8 : 16;
@@ -809,13 +815,21 @@ struct mma_config {
   static constexpr int chunk = 16 / int(sizeof(T)); // elements per 16-byte cp.async
   /// TF32 tiles contiguous along M or N pad each row by this many elements (see `swz`); the
   /// shared memory covers the padded size for either operand, whichever layout runs.
-  static constexpr int mn_pad = tf32 ? 8 : 0;
-  static constexpr int smem_bytes = stages * (BM + BN + 2 * mn_pad) * BK * int(sizeof(T));
+  static constexpr int mn_pad = tf32 && !tma ? 8 : 0;
+  static constexpr int ring_bytes = stages * (BM + BN + 2 * mn_pad) * BK * int(sizeof(T));
+  /// TMA: the ring starts on a 1024-byte boundary (the swizzle's period); two mbarriers per
+  /// stage follow it.
+  static constexpr int smem_bytes = ring_bytes + (tma ? 1024 + 16 * stages : 0);
   /// 4-warp tiles whose stages fit three blocks per SM ask ptxas for registers that allow
   /// three (12 warps instead of 8: the 128x64 tile, 166 registers, hides more latency).
-  static constexpr int min_blocks = threads == 128 && smem_bytes <= 72 * 1024 ? 3 : 1;
+  static constexpr int min_blocks =
+      tma ? (WM * WN == 4 ? 2 : 1) : (threads == 128 && smem_bytes <= 72 * 1024 ? 3 : 1);
   static_assert(WTM % 16 == 0 && WTN % 16 == 0 && BK % 16 == 0 && BK % chunk == 0,
                 "cufuse: mma warp tile must be a multiple of 16 x 16 and BK of 16");
+  static_assert(!tma || (tf32 && BK == 32 && splits == 1 && WTM % 32 == 0 && BM <= 256 &&
+                         BN <= 256 && smem_bytes <= 227 * 1024),
+                "cufuse: TMA mma tiles are TF32 with BK = 32 (one 128-byte swizzled row), no "
+                "split-K, warp tiles of whole 32-row boxes, at most 256 x 256 and 227 KiB");
 };
 
 /// Element offset of (r, c) in a row-major shared tile of `RowLen` elements per row, 16-byte
@@ -940,18 +954,38 @@ struct mma_frag_layout {
   static constexpr int WTM = Cfg::WTM, WTN = Cfg::WTN;
   static constexpr bool a_ldsm = !Cfg::tf32 || !TA; // A fragments come from ldmatrix
   static constexpr bool b_ldsm = !Cfg::tf32 || TB;
+  /// TF32 M-major A filled by TMA: boxes of 32 M-rows (128 bytes) x BK K-rows, one per 4 KiB,
+  /// 16-byte chunks XOR-swizzled with the K row (k & 7), as the wgmma kernels load it.
+  static constexpr bool a_box = Cfg::tma && !a_ldsm;
 
-  /// Row of an m16 fragment's 16 that its row h * 8 + g computes. TF32 M-major A: 2 g + h, so
-  /// that registers a0 / a1 (rows g and g + 8, one k) are neighbours in shared memory and
-  /// come from one 8-byte read into the register pair the MMA takes (a2 / a3 likewise); the
-  /// MMA does not care which rows it is given, and the epilogue writes each row back to 2 g + h.
-  __host__ __device__ static constexpr int a_row(int h, int g) {
-    return a_ldsm ? h * 8 + g : 2 * g + h;
+  /// The 16-byte chunk of a 32-row box that lane group g reads for fragment parity u = mi & 1
+  /// (TMA layout): half a warp (g = 0..3 or 4..7) reads rows k t (t = 0..3) of chunks c, c,
+  /// c ^ 4, c ^ 4, the g & 1 half of each, so with the swizzle (c ^ t) its 16 8-byte reads
+  /// cover the 32 banks once.
+  __host__ __device__ static constexpr int box_chunk(int u, int g) {
+    return ((g >> 1) & 1) * 4 + (g >> 2) * 2 + u;
+  }
+  /// Row of the warp tile that row h * 8 + g of m16 fragment mi computes. TF32 M-major A: rows
+  /// g and g + 8 are neighbours in shared memory (2 g + h, or a pair of a box chunk under TMA),
+  /// so that registers a0 / a1 (one k) come from one 8-byte read into the register pair the MMA
+  /// takes (a2 / a3 likewise); the MMA does not care which rows it is given, and the epilogue
+  /// writes each row back to where it came from.
+  __host__ __device__ static constexpr int a_row(int mi, int h, int g) {
+    if constexpr (a_ldsm) {
+      return mi * 16 + h * 8 + g;
+    } else if constexpr (a_box) {
+      return 32 * (mi >> 1) + 4 * box_chunk(mi & 1, g) + 2 * (g & 1) + h;
+    } else {
+      return mi * 16 + 2 * g + h;
+    }
   }
 
   __host__ __device__ static constexpr int a_base(int wm, int lane) {
     const int m = wm * WTM;
-    if constexpr (!Cfg::tf32 && !TA) {
+    if constexpr (a_box) { // box of the warp's rows, k row t, chunk swizzled with t (k & 7)
+      const int g = lane >> 2, t = lane & 3;
+      return (m / 32) * 32 * BK + t * 32 + ((box_chunk(0, g) ^ t) << 2) + 2 * (g & 1);
+    } else if constexpr (!Cfg::tf32 && !TA) {
       return swz<BK, E, false>(m + (lane & 15), (lane >> 4) * 8);
     } else if constexpr (!Cfg::tf32) {
       return swz<BM, E, false>((lane & 7) + ((lane >> 4) & 1) * 8, m + ((lane >> 3) & 1) * 8);
@@ -963,7 +997,9 @@ struct mma_frag_layout {
   }
   /// A fragment mi of k-step ks (ldmatrix), or registers 2 kh, 2 kh + 1 of it (TF32 M-major).
   __host__ __device__ static constexpr int a_off(int base, int mi, int ks, int kh = 0) {
-    if constexpr (!TA) {
+    if constexpr (a_box) { // chunk ^ u (odd fragments) ^ 4 kh (k row + 4): bits 2 and 4 of base
+      return (base ^ (4 * (mi & 1) + 16 * kh)) + (mi >> 1) * 32 * BK + (ks * 8 + kh * 4) * 32;
+    } else if constexpr (!TA) {
       return mi * 16 * BK + (base ^ (ks * Cfg::MMA_K));
     } else if constexpr (!Cfg::tf32) {
       return ks * 16 * BM + (base ^ (mi * 16));
@@ -1115,6 +1151,138 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
   }
 }
 
+/// One k-step of a warp: the MMAs of fragments `fa` x `fb`, with the fragments of step `nks`
+/// (at stage addresses na / nb, npa / npb) read into `na_f` / `nb_f` between the rows of MMAs,
+/// not all before them: fewer warps stall on a full MIO queue (bench/NOTES.md g21).
+template <class Cfg, bool TA, bool TB>
+CUFUSE_DEVICE_FN void mma_step(float (&acc)[Cfg::MI][Cfg::NI][4], const unsigned (&fa)[Cfg::MI][4],
+                               const unsigned (&fb)[Cfg::NI][2], unsigned na, unsigned nb,
+                               const typename Cfg::element* npa, const typename Cfg::element* npb,
+                               int a_base, int b_base, int nks, unsigned (&na_f)[Cfg::MI][4],
+                               unsigned (&nb_f)[Cfg::NI][2]) {
+  CUFUSE_UNROLL
+  for (int i = 0; i < Cfg::MI; ++i) {
+    CUFUSE_UNROLL
+    for (int j = 0; j < Cfg::NI; ++j) {
+      if constexpr (Cfg::tf32) {
+        mma_1688_tf32(acc[i][j], fa[i], fb[j]);
+      } else {
+        mma_16816<typename Cfg::element>(acc[i][j], fa[i], fb[j]);
+      }
+    }
+    mma_fragments<Cfg, TA, TB>(na, nb, npa, npb, a_base, b_base, nks, na_f, nb_f, i);
+  }
+}
+
+/// The mma.sync epilogue: the block's accumulators go through shared memory `smem` (free once
+/// every warp has read its last fragments; this starts with the barrier) to C, and a split-K
+/// block finishes its tile (splitk_fixup). `p`: the problem as the kernel computed it (a split
+/// block's partial-tile arguments), `p_in`: as launched.
+/// `tid`: the thread among the block's mma_threads; `bar`: 0 when they are the whole block,
+/// else the named barrier they synchronize on (TMA tiles, whose producer warps have left).
+template <class Cfg, bool TA, bool TB, class Epi, bool Swap>
+CUFUSE_DEVICE_FN void mma_epilogue(float (&acc)[Cfg::MI][Cfg::NI][4], unsigned char* smem,
+                                   const gemm_args& p, const gemm_args& p_in, const block_work& w,
+                                   int tid, int bar = 0) {
+  using T = typename Cfg::element;
+  constexpr int BM = Cfg::BM, BN = Cfg::BN;
+  auto sync = [&] {
+    if (bar == 0) {
+      __syncthreads();
+    } else {
+      asm volatile("bar.sync %0, %1;\n" ::"r"(bar), "n"(Cfg::mma_threads) : "memory");
+    }
+  };
+  // The output type is dispatched once, so that each warp runs one straight-line store
+  // sequence (the per-store dispatch made the unrolled epilogue several times longer, and at
+  // 4096^3 warps waited on instruction fetch; bench/NOTES.md g17). C is fp32 or the input type
+  // (cufuse::gemm's static_assert), so TF32 writes fp32 only.
+  const int lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / Cfg::WN, wn = warp % Cfg::WN;
+  const int g = lane >> 2, tq = lane & 3;
+  using L = mma_frag_layout<Cfg, TA, TB>;
+  // C goes through shared memory (free once the last K tile is read): the fragments' own
+  // layout puts 8 rows in every warp store, 8 separate 16- or 32-byte pieces, and the LSU
+  // spent ~11k cycles per 128x128 block on them (6 us, 10% of a 4096^3 block; bench/NOTES.md
+  // g19). Staged, each thread writes whole 16-byte row pieces. The stage holds C's tile as
+  // stored: CM x CN (BN x BM under Swap, whose accumulators are C^T), rows padded so that the
+  // fragments' float2 writes fall in distinct banks: by 8 floats for rows g (banks 8 g + 2 tq),
+  // by 4 for the paired rows 2 g + h of TF32 M-major A (8 g + 2 tq), and under Swap, where
+  // those pairs are neighbours along a row of C (8 tq + 2 g). (The TMA layout's rows, a_row,
+  // meet two-way conflicts here, once per tile.)
+  static_assert(!Swap || !L::a_ldsm, "cufuse: only TF32 M-major A (paired rows) is swapped");
+  constexpr int CM = Swap ? BN : BM, CN = Swap ? BM : BN;
+  constexpr int SP = CN + (L::a_ldsm ? 8 : 4);
+  static_assert(CM * SP * 4 <= Cfg::ring_bytes,
+                "cufuse: an mma tile's C (padded rows of floats) must fit in its pipeline's "
+                "shared memory, where the epilogue stages it");
+  float* st = reinterpret_cast<float*>(smem);
+  sync(); // every warp has read its last fragments from the stages
+  CUFUSE_UNROLL
+  for (int i = 0; i < Cfg::MI; ++i) {
+    CUFUSE_UNROLL
+    for (int j = 0; j < Cfg::NI; ++j) {
+      const int col = wn * Cfg::WTN + j * 8 + 2 * tq;
+      if constexpr (Swap) { // rows a_row(i, 0 / 1, g) of C^T: a float2 in row col (+ 1) of C
+        const int row = wm * Cfg::WTM + L::a_row(i, 0, g);
+        *reinterpret_cast<float2*>(st + col * SP + row) = make_float2(acc[i][j][0], acc[i][j][2]);
+        *reinterpret_cast<float2*>(st + (col + 1) * SP + row) =
+            make_float2(acc[i][j][1], acc[i][j][3]);
+      } else {
+        CUFUSE_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const int row = wm * Cfg::WTM + L::a_row(i, h, g);
+          *reinterpret_cast<float2*>(st + row * SP + col) =
+              make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+        }
+      }
+    }
+  }
+  sync();
+  gemm_args pc = p; // C as stored
+  if constexpr (Swap) {
+    pc.m = p.n;
+    pc.n = p.m;
+  }
+  const int row0 = Swap ? w.n0 : w.m0, col0 = Swap ? w.m0 : w.n0;
+  auto store_rows = [&](auto out) {
+    using Out = typename decltype(out)::type;
+    constexpr int V = 16 / int(sizeof(Out));
+    constexpr int per_row = CN / V, rows = Cfg::mma_threads / per_row;
+    static_assert(Cfg::mma_threads % per_row == 0 && CM % rows == 0,
+                  "cufuse: staged C rows must split evenly over the block");
+    const bool aligned = p.ldc % V == 0 && reinterpret_cast<std::uintptr_t>(w.c) % 16 == 0;
+    const int r0 = tid / per_row, c0 = (tid % per_row) * V;
+    CUFUSE_UNROLL
+    for (int r = r0; r < CM; r += rows) {
+      float v[V];
+      CUFUSE_UNROLL
+      for (int q = 0; q < V; q += 4) {
+        const float4 x = *reinterpret_cast<const float4*>(st + r * SP + c0 + q);
+        v[q] = x.x;
+        v[q + 1] = x.y;
+        v[q + 2] = x.z;
+        v[q + 3] = x.w;
+      }
+      store_group<V, Epi, Out>(pc, w.c, row0 + r, col0 + c0, v, aligned, Epi{});
+    }
+  };
+  if (Cfg::tf32 || p.out_type == int(dtype::f32)) {
+    store_rows(std::type_identity<float>{});
+  } else if constexpr (!Cfg::tf32) {
+    store_rows(std::type_identity<T>{});
+  }
+  if constexpr (Cfg::splits > 1) {
+    gemm_args rc = p_in; // C as stored
+    if constexpr (Swap) {
+      rc.m = p_in.n;
+      rc.n = p_in.m;
+    }
+    static_assert(!Cfg::tma, "cufuse: TMA mma tiles have no split-K");
+    splitk_fixup<CM, CN, Cfg::threads, Epi>(rc, row0, col0);
+  }
+}
+
 /// Swap: `p` describes C^T = op(B)^T op(A)^T (operands, m / n and their strides exchanged by
 /// the launcher) and the kernel writes C as stored (TF32 NN runs as TT: see kernel_of).
 template <class Cfg, bool TA, bool TB, class Epi, bool Swap = false>
@@ -1223,110 +1391,15 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
       const unsigned na = last ? s_a + rs * a_stage : ra, nb = last ? s_b + rs * b_stage : rb;
       const T* npa = last ? sa + rs * a_elems : pa;
       const T* npb = last ? sb + rs * b_elems : pb;
-      // The next step's fragments are read between the rows of MMAs, not all before them:
-      // fewer warps stall on a full MIO queue (bench/NOTES.md g21).
-      CUFUSE_UNROLL
-      for (int i = 0; i < Cfg::MI; ++i) {
-        CUFUSE_UNROLL
-        for (int j = 0; j < Cfg::NI; ++j) {
-          if constexpr (Cfg::tf32) {
-            mma_1688_tf32(acc[i][j], fa[ks & 1][i], fb[ks & 1][j]);
-          } else {
-            mma_16816<T>(acc[i][j], fa[ks & 1][i], fb[ks & 1][j]);
-          }
-        }
-        mma_fragments<Cfg, TA, TB>(na, nb, npa, npb, a_base, b_base, last ? 0 : ks + 1,
-                                   fa[(ks + 1) & 1], fb[(ks + 1) & 1], i);
-      }
+      mma_step<Cfg, TA, TB>(acc, fa[ks & 1], fb[ks & 1], na, nb, npa, npb, a_base, b_base,
+                            last ? 0 : ks + 1, fa[(ks + 1) & 1], fb[(ks + 1) & 1]);
     }
     ws = ws + 1 == S ? 0 : ws + 1;
   };
   run_k_tiles<S>(interior_mn, (w.k_end - w.k_begin) / BK, tiles, tile);
   cp_async_wait<0>();
 
-  // The output type is dispatched once, so that each warp runs one straight-line store
-  // sequence (the per-store dispatch made the unrolled epilogue several times longer, and at
-  // 4096^3 warps waited on instruction fetch; bench/NOTES.md g17). C is fp32 or the input type
-  // (cufuse::gemm's static_assert), so TF32 writes fp32 only.
-  const int g = lane >> 2, tq = lane & 3;
-  // C goes through shared memory (free once the last K tile is read): the fragments' own
-  // layout puts 8 rows in every warp store, 8 separate 16- or 32-byte pieces, and the LSU
-  // spent ~11k cycles per 128x128 block on them (6 us, 10% of a 4096^3 block; bench/NOTES.md
-  // g19). Staged, each thread writes whole 16-byte row pieces. The stage holds C's tile as
-  // stored: CM x CN (BN x BM under Swap, whose accumulators are C^T), rows padded so that the
-  // fragments' float2 writes fall in distinct banks: by 8 floats for rows g (banks 8 g + 2 tq),
-  // by 4 for the paired rows 2 g + h of TF32 M-major A (8 g + 2 tq), and under Swap, where
-  // those pairs are neighbours along a row of C (8 tq + 2 g).
-  static_assert(!Swap || !L::a_ldsm, "cufuse: only TF32 M-major A (paired rows) is swapped");
-  constexpr int CM = Swap ? BN : BM, CN = Swap ? BM : BN;
-  constexpr int SP = CN + (L::a_ldsm ? 8 : 4);
-  static_assert(CM * SP * 4 <= Cfg::smem_bytes,
-                "cufuse: an mma tile's C (padded rows of floats) must fit in its pipeline's "
-                "shared memory, where the epilogue stages it");
-  float* st = reinterpret_cast<float*>(mma_smem);
-  __syncthreads(); // every warp has read its last fragments from the stages
-  CUFUSE_UNROLL
-  for (int i = 0; i < Cfg::MI; ++i) {
-    CUFUSE_UNROLL
-    for (int j = 0; j < Cfg::NI; ++j) {
-      const int col = wn * Cfg::WTN + j * 8 + 2 * tq;
-      if constexpr (Swap) { // rows 2 g, 2 g + 1 of C^T: a float2 in row col (+ 1) of C
-        const int row = wm * Cfg::WTM + i * 16 + 2 * g;
-        *reinterpret_cast<float2*>(st + col * SP + row) = make_float2(acc[i][j][0], acc[i][j][2]);
-        *reinterpret_cast<float2*>(st + (col + 1) * SP + row) =
-            make_float2(acc[i][j][1], acc[i][j][3]);
-      } else {
-        CUFUSE_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          const int row = wm * Cfg::WTM + i * 16 + L::a_row(h, g);
-          *reinterpret_cast<float2*>(st + row * SP + col) =
-              make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-        }
-      }
-    }
-  }
-  __syncthreads();
-  gemm_args pc = p; // C as stored
-  if constexpr (Swap) {
-    pc.m = p.n;
-    pc.n = p.m;
-  }
-  const int row0 = Swap ? w.n0 : w.m0, col0 = Swap ? w.m0 : w.n0;
-  auto store_rows = [&](auto out) {
-    using Out = typename decltype(out)::type;
-    constexpr int V = 16 / int(sizeof(Out));
-    constexpr int per_row = CN / V, rows = Cfg::threads / per_row;
-    static_assert(Cfg::threads % per_row == 0 && CM % rows == 0,
-                  "cufuse: staged C rows must split evenly over the block");
-    const bool aligned = p.ldc % V == 0 && reinterpret_cast<std::uintptr_t>(w.c) % 16 == 0;
-    const int r0 = tid / per_row, c0 = (tid % per_row) * V;
-    CUFUSE_UNROLL
-    for (int r = r0; r < CM; r += rows) {
-      float v[V];
-      CUFUSE_UNROLL
-      for (int q = 0; q < V; q += 4) {
-        const float4 x = *reinterpret_cast<const float4*>(st + r * SP + c0 + q);
-        v[q] = x.x;
-        v[q + 1] = x.y;
-        v[q + 2] = x.z;
-        v[q + 3] = x.w;
-      }
-      store_group<V, Epi, Out>(pc, w.c, row0 + r, col0 + c0, v, aligned, Epi{});
-    }
-  };
-  if (Cfg::tf32 || p.out_type == int(dtype::f32)) {
-    store_rows(std::type_identity<float>{});
-  } else if constexpr (!Cfg::tf32) {
-    store_rows(std::type_identity<T>{});
-  }
-  if constexpr (Cfg::splits > 1) {
-    gemm_args rc = p_in; // C as stored
-    if constexpr (Swap) {
-      rc.m = p_in.n;
-      rc.n = p_in.m;
-    }
-    splitk_fixup<CM, CN, Cfg::threads, Epi>(rc, row0, col0);
-  }
+  mma_epilogue<Cfg, TA, TB, Epi, Swap>(acc, mma_smem, p, p_in, w, tid);
 #else
   __trap(); // never launched: the host checks the kernel's binary architecture first
 #endif

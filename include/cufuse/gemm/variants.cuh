@@ -39,6 +39,7 @@ struct variant {
   int splits = 1;        // split-K factor (1: none)
   int layouts = 0xF;     // bit (2 * trans_a + trans_b): the transposes it accepts
   bool pingpong = false; // wgmma: consumer warpgroups take whole tiles in turn
+  bool tma = false;      // operands loaded by TMA (sm_90a): batch strides must not overlap
   int bm = 0, bn = 0, bk = 0, threads = 0, smem = 0;
   /// Launches the kernel for the given transposes: `grid` has one block per output tile
   /// (grid.z = batch x splits); persistent kernels launch `sms` x blocks-per-SM blocks instead.
@@ -95,6 +96,13 @@ using mma_tf32_variants =
                  mma_config<float, 64, 64, 32, 2, 2, 4>, mma_config<float, 64, 64, 32, 2, 2, 4, 4>,
                  mma_config<float, 64, 64, 32, 2, 2, 4, 16>>;
 
+/// TF32 on mma.sync with TMA loads (sm_90a; layouts NN, NT, TT): compiled only into
+/// src/gemm/variants_tf32_tma.cu, for -gencode arch=compute_90a.
+using mma_tma_tf32_variants = variant_list<mma_config<float, 128, 256, 32, 2, 4, 3, 1, true>,
+                                           mma_config<float, 256, 128, 32, 4, 2, 3, 1, true>,
+                                           mma_config<float, 128, 256, 32, 2, 4, 4, 1, true>,
+                                           mma_config<float, 128, 128, 32, 2, 2, 3, 1, true>>;
+
 /// sm_90a (TMA + wgmma): compiled only into src/gemm/variants_wgmma*.cu, for
 /// -gencode arch=compute_90a. Cooperative 128x256 (large problems), 128x128, 64x128 (two
 /// blocks per SM); ping-pong 128x128 (each consumer warpgroup owns a tile).
@@ -139,6 +147,16 @@ cudaError_t encode_tma_operand(CUtensorMap* map, dtype t, const void* ptr, std::
                                std::int64_t outer, std::int64_t ld, std::int64_t batch,
                                std::int64_t batch_stride, int box_inner, int box_outer);
 
+/// Whether `Cfg` is an mma.sync configuration whose stages TMA fills (mma_config::tma).
+template <class Cfg>
+constexpr bool tma_loads() {
+  if constexpr (requires { Cfg::tma; }) {
+    return Cfg::tma;
+  } else {
+    return false;
+  }
+}
+
 template <class Cfg>
 std::string variant_name() {
   using T = typename Cfg::element;
@@ -157,9 +175,10 @@ std::string variant_name() {
         tile + "_wg" + std::to_string(Cfg::WG) + (Cfg::pingpong ? "pp" : "") + "_s" +
         std::to_string(Cfg::stages) + "_tma";
   } else {
-    s = std::string("sm80_") + (Cfg::tf32 ? "tf32" : dtype_name(dtype_of<T>())) + "_mma_" + tile +
-        "_w" + std::to_string(Cfg::WM) + "x" + std::to_string(Cfg::WN) + "_s" +
-        std::to_string(Cfg::stages);
+    s = std::string(Cfg::tma ? "sm90a_" : "sm80_") +
+        (Cfg::tf32 ? "tf32" : dtype_name(dtype_of<T>())) + "_mma_" + tile + "_w" +
+        std::to_string(Cfg::WM) + "x" + std::to_string(Cfg::WN) + "_s" +
+        std::to_string(Cfg::stages) + (Cfg::tma ? "_tma" : "");
   }
   if (Cfg::splits > 1) {
     s += "_split" + std::to_string(Cfg::splits);
@@ -188,6 +207,14 @@ constexpr auto kernel_of() {
       }
     } else {
       return &wgmma_gemm_kernel<Cfg, TA, TB, Epi>;
+    }
+  } else if constexpr (tma_loads<Cfg>()) {
+    // B K-major, as on wgmma: NT and TT as they are, NN as C^T = B^T A^T (TT). TN is not
+    // accepted (`layouts`); its entry only gives prepare_variant a kernel to look at.
+    if constexpr (!TA && !TB) {
+      return &mma_tma_gemm_kernel<Cfg, true, Epi, true>;
+    } else {
+      return &mma_tma_gemm_kernel < Cfg, TA && TB, Epi > ;
     }
   } else if constexpr (Cfg::tf32 && !TA && !TB) {
     // TF32 NN as C^T = B^T A^T (operands exchanged by launch_variant), i.e. layout TT: B is
@@ -308,6 +335,54 @@ cudaError_t launch_variant(const gemm_args& args_in, bool ta, bool tb, dim3 grid
     const unsigned resident = unsigned(std::max(sms, 1) * Cfg::min_blocks);
     k<<<dim3(std::min(tiles, resident)), block, Cfg::smem_bytes, stream>>>(map_a, map_b, map_c,
                                                                            args);
+  } else if constexpr (tma_loads<Cfg>()) { // mma.sync, TMA loads
+    (void)sms;
+    const bool swapped = !ta && !tb; // C^T = B^T A^T (see kernel_of): n x m tiles
+    const gemm_args args = swapped ? transposed_problem(args_in) : args_in;
+    if (swapped) {
+      ta = tb = true;
+    }
+    // The last maps of this thread and variant are reused when a call repeats them.
+    struct maps_key {
+      const void* a;
+      const void* b;
+      std::int64_t lda, ldb, stride_a, stride_b;
+      int m, n, k;
+      unsigned batch;
+      bool ta;
+      bool operator==(const maps_key&) const = default;
+    };
+    struct maps_cache {
+      maps_key key{};
+      bool valid = false;
+      CUtensorMap a, b;
+    };
+    thread_local maps_cache last;
+    const maps_key key{args.a, args.b, args.lda, args.ldb, args.stride_a, args.stride_b, args.m,
+                       args.n, args.k, grid.z,   ta};
+    if (!last.valid || !(last.key == key)) {
+      last.valid = false;
+      constexpr int bk = Cfg::BK;
+      const std::int64_t batch = grid.z;
+      // M-major A: boxes of 32 M-rows x BK K-rows; K-major operands: BK x tile rows.
+      cudaError_t e = ta ? encode_tma_operand(&last.a, dtype::f32, args.a, args.m, args.k, args.lda,
+                                              batch, args.stride_a, 32, bk)
+                         : encode_tma_operand(&last.a, dtype::f32, args.a, args.k, args.m, args.lda,
+                                              batch, args.stride_a, bk, Cfg::BM);
+      if (e == cudaSuccess) {
+        e = encode_tma_operand(&last.b, dtype::f32, args.b, args.k, args.n, args.ldb, batch,
+                               args.stride_b, bk, Cfg::BN);
+      }
+      if (e != cudaSuccess) {
+        return e;
+      }
+      last.key = key;
+      last.valid = true;
+    }
+    const dim3 tiles(
+        unsigned(((args.m + Cfg::BM - 1) / Cfg::BM) * ((args.n + Cfg::BN - 1) / Cfg::BN)), 1,
+        grid.z);
+    k<<<tiles, block, Cfg::smem_bytes, stream>>>(last.a, last.b, args);
   } else if constexpr (!is_simt<Cfg>::value) { // mma.sync
     (void)sms;
     if (Cfg::tf32 && !ta && !tb) { // C^T = B^T A^T (see kernel_of): n x m tiles of BM x BN
@@ -376,6 +451,7 @@ variant make_variant() {
     v.align = Cfg::chunk;
     v.pingpong = Cfg::pingpong;
     v.tf32 = Cfg::tf32;
+    v.tma = true;
     if constexpr (Cfg::tf32) {
       // NN, NT, TT: TF32 wgmma reads B K-major only (kernel_of); TN would need both operands
       // transposed in shared memory.
@@ -384,8 +460,12 @@ variant make_variant() {
   } else {
     v.fam = family::mma;
     v.tf32 = Cfg::tf32;
-    v.min_arch = 80;
+    v.min_arch = Cfg::tma ? 90 : 80;
     v.align = Cfg::chunk;
+    v.tma = Cfg::tma;
+    if constexpr (Cfg::tma) {
+      v.layouts = (1 << 0) | (1 << 1) | (1 << 3); // NN, NT, TT: B K-major (kernel_of)
+    }
   }
   v.launch = &launch_variant<Cfg, Epi>;
   v.prepare = &prepare_variant<Cfg, Epi>;
