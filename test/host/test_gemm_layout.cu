@@ -223,16 +223,16 @@ void check_config(std::vector<std::string>& bad) {
   if constexpr (Cfg::tma) { // B K-major: NT, and TT (NN runs as TT); TMA copies, no copier
     check_fragments<Cfg, false, true>(bad);
     check_fragments<Cfg, true, true>(bad);
-    return;
+  } else {
+    check_fragments<Cfg, false, false>(bad);
+    check_fragments<Cfg, false, true>(bad);
+    check_fragments<Cfg, true, false>(bad);
+    check_fragments<Cfg, true, true>(bad);
+    check_copier<Cfg, Cfg::BM, true>(bad);
+    check_copier<Cfg, Cfg::BM, false>(bad);
+    check_copier<Cfg, Cfg::BN, true>(bad);
+    check_copier<Cfg, Cfg::BN, false>(bad);
   }
-  check_fragments<Cfg, false, false>(bad);
-  check_fragments<Cfg, false, true>(bad);
-  check_fragments<Cfg, true, false>(bad);
-  check_fragments<Cfg, true, true>(bad);
-  check_copier<Cfg, Cfg::BM, true>(bad);
-  check_copier<Cfg, Cfg::BM, false>(bad);
-  check_copier<Cfg, Cfg::BN, true>(bad);
-  check_copier<Cfg, Cfg::BN, false>(bad);
 }
 
 template <class... C>
