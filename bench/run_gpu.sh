@@ -88,7 +88,8 @@ if [ "$what" = sustained ]; then
   cmake --build build-gpu -j"$jobs" --target cufuse_bench_gemm_sustained >"$OUT/logs/build-sustained.log" 2>&1 ||
     { tail -30 "$OUT/logs/build-sustained.log"; exit 1; }
   step "GEMM: sustained, cuBLAS in the same run"
-  v=sm80_f32_simt_256x128x8_t16x8_v4_s3,sm80_tf32_mma_128x256x32_w2x4_s3,sm90a_tf32_wgmma_128x256x32_wg2_s4_tma
+  v=sm80_f32_simt_256x128x8_t16x8_v4_s3,sm80_tf32_mma_128x256x32_w2x4_s3,sm90a_tf32_mma_128x256x32_w2x4_s4_tma
+  v=$v,sm90a_tf32_wgmma_128x256x32_wg2_s4_tma
   for t in f16 bf16; do v=$v,sm80_${t}_mma_256x128x64_w4x2_s3,sm90a_${t}_wgmma_128x256x64_wg2_s4_tma; done
   build-gpu/bench/cufuse_bench_gemm_sustained --variants "$v" --dtypes ${SUSTAINED_DTYPES:-f32,tf32,f16,bf16} \
     --trans ${SUSTAINED_TRANS:-NN,NT} --shapes ${SUSTAINED_SHAPES:-4096x4096x4096,8192x8192x8192} \

@@ -39,7 +39,10 @@ for run in runs:
                          f"{median(c['tflops']):.1f} | {r:.3f} | {median(c['mhz']):.0f} | "
                          f"{median(c['watts']):.0f} |")
             if c["name"] != "cuBLAS":
-                ratios.setdefault((k["dtype"], k["trans"], family(c["name"])), {})[
+                # TF32 mma.sync fed by TMA (sm90a_*_mma_*_tma) beside the cp.async tile.
+                tma = "_mma_" in c["name"] and c["name"].endswith("_tma")
+                op = k["trans"] + (" TMA" if tma else "")
+                ratios.setdefault((k["dtype"], op, family(c["name"])), {})[
                     (run["device"], shape)] = (median(c["tflops"]), median(cub), r)
     lines.append("")
 
