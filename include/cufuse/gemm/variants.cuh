@@ -211,10 +211,11 @@ constexpr auto kernel_of() {
   } else if constexpr (tma_loads<Cfg>()) {
     // B K-major, as on wgmma: NT and TT as they are, NN as C^T = B^T A^T (TT). TN is not
     // accepted (`layouts`); its entry only gives prepare_variant a kernel to look at.
+    constexpr bool a_mn = TA && TB; // M-major A: TT; NT (and TN's placeholder) read A K-major
     if constexpr (!TA && !TB) {
       return &mma_tma_gemm_kernel<Cfg, true, Epi, true>;
     } else {
-      return &mma_tma_gemm_kernel < Cfg, TA && TB, Epi > ;
+      return &mma_tma_gemm_kernel<Cfg, a_mn, Epi>;
     }
   } else if constexpr (Cfg::tf32 && !TA && !TB) {
     // TF32 NN as C^T = B^T A^T (operands exchanged by launch_variant), i.e. layout TT: B is
