@@ -1,6 +1,7 @@
 /// \file GEMM kernel templates: FP32 SIMT, mma.sync (FP16/BF16 via ldmatrix; TF32 via ldmatrix
 /// for K-major operands, 4- or 8-byte reads of padded rows for M/N-major ones), the split-K
-/// fixup, and the shared epilogue. Instantiated by src/ through the variant lists of
+/// fixup, and the shared epilogue (the mma.sync warp step and epilogue also serve the TMA-fed
+/// TF32 kernel of kernels_sm90.cuh). Instantiated by src/ through the variant lists of
 /// variants.cuh; users do not include this file directly.
 ///
 /// Conventions. Row-major storage. op(A) is m x k, op(B) is k x n. `TA`: A is stored k x m (the

@@ -1,6 +1,8 @@
 /// \file Hopper (sm_90a) GEMM kernels: TMA loads into a multi-stage shared-memory ring, driven
 /// by a producer warp, and warpgroup MMAs (`wgmma.mma_async`) issued by one or two consumer
-/// warpgroups that read both operands from shared memory through matrix descriptors.
+/// warpgroups that read both operands from shared memory through matrix descriptors. Also the
+/// TF32 mma.sync kernel whose stages a producer warpgroup fills by TMA (mma_tma_gemm_kernel, at
+/// the end of this file).
 ///
 /// Data flow per block (warp specialization):
 ///   producer (warpgroup 0, one thread): for each K tile, wait until the ring slot is free
