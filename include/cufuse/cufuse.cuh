@@ -7,6 +7,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/extents.hpp"
+#include "core/index.cuh"
 #include "core/types.cuh"
 #include "eval/assign.cuh"
 #include "expr/broadcast.cuh"
@@ -17,3 +18,4 @@
 #include "memory/stream.hpp"
 #include "memory/tensor.cuh"
 #include "memory/tensor_view.cuh"
+#include "memory/views.cuh"

@@ -13,6 +13,7 @@
 #include "memory/stream.hpp"
 #include "memory/tensor.cuh"
 #include "memory/tensor_view.cuh"
+#include "memory/views.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -79,16 +80,32 @@ template <class T>
 matrix_ref<T> as_matrix(const matrix_ref<T>& m) {
   return m;
 }
+/// The matrix (or batch) behind a rank-2 or rank-3 device view: unit stride along one of its
+/// last two dimensions (the other gives the leading dimension; a unit stride along the rows
+/// is a transposed matrix, as cufuse::transpose makes).
 template <class T, int Rank>
 matrix_ref<T> as_matrix(const tensor_view<T, Rank, device_space>& v) {
   static_assert(Rank == 2 || Rank == 3,
                 "cufuse::gemm: operands are rank-2 matrices (or rank-3 batches for gemm_batched)");
+  constexpr int r = Rank - 2, c = Rank - 1;
   const auto& s = v.shape();
-  if constexpr (Rank == 2) {
-    return {v.data(), s[0], s[1], s[1], false, 1, 0};
+  const auto& st = v.strides();
+  const index_t batch = Rank == 3 ? s[0] : 1;
+  const index_t batch_stride = Rank == 3 && s[0] > 1 ? st[0] : 0;
+  matrix_ref<T> m{v.data(), s[r], s[c], 0, false, batch, batch_stride};
+  if (st[c] == 1 || s[c] == 1) {
+    m.ld = s[r] > 1 ? st[r] : (s[c] > 0 ? s[c] : 1);
+  } else if (st[r] == 1 || s[r] == 1) {
+    m = {v.data(), s[c], s[r], s[c] > 1 ? st[c] : (s[r] > 0 ? s[r] : 1), true, batch,
+         batch_stride};
   } else {
-    return {v.data(), s[1], s[2], s[2], false, s[0], s[1] * s[2]};
+    throw shape_error("cufuse::gemm: an operand of shape " + s.to_string() + " with strides " +
+                      st.to_string() +
+                      " has no unit stride in its last two dimensions; copy it into a tensor "
+                      "first");
   }
+  gemm_detail::check_matrix(m.batch, m.rows, m.cols, m.ld, m.batch_stride, m.data);
+  return m;
 }
 template <class T, int Rank>
 matrix_ref<T> as_matrix(tensor<T, Rank, device_space>& t) {
@@ -99,10 +116,11 @@ matrix_ref<const T> as_matrix(const tensor<T, Rank, device_space>& t) {
   return as_matrix(t.view());
 }
 
-/// op(X) = X^T: `gemm(transpose(A), B, C)` computes C = A^T B without moving data.
-template <class X>
-auto transpose(X&& x) -> decltype(as_matrix(std::forward<X>(x))) {
-  auto m = as_matrix(std::forward<X>(x));
+/// op(X) = X^T of a matrix_ref: `gemm(transpose(matrix(p, m, k, ld)), B, C)`. Tensors and views
+/// are transposed by cufuse::transpose in memory/views.cuh (a strided view), which gemm reads
+/// the same way.
+template <class T>
+matrix_ref<T> transpose(matrix_ref<T> m) {
   m.transposed = !m.transposed;
   return m;
 }

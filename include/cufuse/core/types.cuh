@@ -22,9 +22,12 @@ concept element_type =
     std::same_as<T, __nv_bfloat16> || std::same_as<T, std::int32_t> ||
     std::same_as<T, std::int64_t> || std::same_as<T, std::uint8_t> || std::same_as<T, bool>;
 
-/// Types accepted as (weak) scalars in expressions: `A * 2`, `A + 1.5f`.
+/// Types accepted as (weak) scalars in expressions and fills: `A * 2`, `A + 1.5f`,
+/// `X * __float2half(2.0f)`, `H.fill(__float2bfloat16(0.5f))`. A scalar never widens a tensor's
+/// type within its category (PyTorch's "wrapped number" rule): `half_tensor * 2.0` stays half.
 template <class S>
-concept scalar_type = std::is_arithmetic_v<S>;
+concept scalar_type =
+    std::is_arithmetic_v<S> || std::same_as<S, __half> || std::same_as<S, __nv_bfloat16>;
 
 /// Printable name of an element type ("float", "bf16", ...).
 template <class T>
@@ -124,11 +127,28 @@ CUFUSE_INLINE To convert(From x) {
 }
 
 // ---- promotion (PyTorch's result_type) ------------------------------------------------------
+//
+// Three tiers, as in PyTorch: dimensioned operands (rank >= 1), zero-dimensional ones (rank-0
+// tensors, and expressions made only of them) and wrapped numbers (C++ scalars). A lower tier
+// changes the result only when it is of a higher category (bool < integer < floating).
 
 /// Marks a weak operand (a C++ scalar): it only raises the result's category, never its width.
 template <class T>
 struct weak {};
+/// Marks a zero-dimensional operand: it wins within its category only over scalars.
+template <class T>
+struct zero_dim {};
 
+template <class P>
+inline constexpr bool is_weak_v = false;
+template <class T>
+inline constexpr bool is_weak_v<weak<T>> = true;
+template <class P>
+inline constexpr bool is_zero_dim_v = false;
+template <class T>
+inline constexpr bool is_zero_dim_v<zero_dim<T>> = true;
+
+/// The element type behind a promotion tag.
 template <class P>
 struct unweak {
   using type = P;
@@ -137,17 +157,17 @@ template <class T>
 struct unweak<weak<T>> {
   using type = T;
 };
-
-template <class P>
-inline constexpr bool is_weak_v = false;
 template <class T>
-inline constexpr bool is_weak_v<weak<T>> = true;
+struct unweak<zero_dim<T>> {
+  using type = T;
+};
 
 /// Normalised weak form of a C++ scalar type: weak<double>, weak<int64_t> or weak<bool>.
 template <class S>
-using weak_of =
-    weak<std::conditional_t<std::same_as<S, bool>, bool,
-                            std::conditional_t<std::is_floating_point_v<S>, double, std::int64_t>>>;
+using weak_of = weak<std::conditional_t<
+    std::same_as<S, bool>, bool,
+    std::conditional_t<std::is_floating_point_v<S> || is_reduced_float_v<S>, double,
+                       std::int64_t>>>;
 
 template <class A, class B>
 struct promote_strong2;
@@ -171,63 +191,86 @@ struct promote_strong2<A, B> {
                              std::conditional_t<(sizeof(A) >= sizeof(B)), A, B>>>>;
 };
 
-/// Strong types only (no weak scalar); void means "none yet".
-template <class Acc, class P>
-struct fold_strong {
-  using type = Acc;
+/// Promotes two element types, either of which may be void ("none yet").
+template <class A, class B>
+struct promote_or_void {
+  using type = typename promote_strong2<A, B>::type;
 };
-template <class P>
-  requires(!is_weak_v<P>)
-struct fold_strong<void, P> {
-  using type = P;
+template <class B>
+struct promote_or_void<void, B> {
+  using type = B;
 };
-template <class Acc, class P>
-  requires(!std::same_as<Acc, void> && !is_weak_v<P>)
-struct fold_strong<Acc, P> {
-  using type = typename promote_strong2<Acc, P>::type;
+template <class A>
+struct promote_or_void<A, void> {
+  using type = A;
+};
+template <>
+struct promote_or_void<void, void> {
+  using type = void;
 };
 
+/// The promoted element type of one tier (void when no operand is in that tier). Wrapped
+/// numbers of the floating category become float (PyTorch's default dtype), integers int64.
+template <template <class> class Tier, class... Ps>
+struct tier_result;
+template <template <class> class Tier>
+struct tier_result<Tier> {
+  using type = void;
+};
+template <template <class> class Tier, class P, class... Ps>
+struct tier_result<Tier, P, Ps...> {
+  using rest = typename tier_result<Tier, Ps...>::type;
+  using type = typename promote_or_void<typename Tier<P>::type, rest>::type;
+};
 template <class P>
-inline constexpr int weak_category_v = -1;
+struct dim_tier {
+  using type = std::conditional_t<is_weak_v<P> || is_zero_dim_v<P>, void, P>;
+};
+template <class P>
+struct zero_tier {
+  using type = void;
+};
 template <class T>
-inline constexpr int weak_category_v<weak<T>> = category_v<T>;
-
-template <int C>
-using default_of_category =
-    std::conditional_t<C == 2, float, std::conditional_t<C == 1, std::int64_t, bool>>;
-
-template <class Strong, int WeakCat>
-struct apply_weak {
-  using type =
-      std::conditional_t<(WeakCat > category_v<Strong>), default_of_category<WeakCat>, Strong>;
+struct zero_tier<zero_dim<T>> {
+  using type = T;
 };
-template <int WeakCat>
-struct apply_weak<void, WeakCat> {
-  using type = default_of_category<(WeakCat < 0 ? 0 : WeakCat)>;
+template <class P>
+struct wrapped_tier {
+  using type = void;
+};
+template <class T>
+struct wrapped_tier<weak<T>> {
+  using type = std::conditional_t<std::same_as<T, double>, float, T>;
 };
 
-template <class Acc, class... Ps>
-struct fold_all;
-template <class Acc>
-struct fold_all<Acc> {
-  using type = Acc;
+/// PyTorch's combine_categories: the higher tier's type, unless the lower tier is of a higher
+/// category.
+template <class Higher, class Lower>
+struct combine_tiers {
+  using type = std::conditional_t<
+      is_floating_v<Higher>, Higher,
+      std::conditional_t<(std::same_as<Higher, bool> || is_floating_v<Lower>),
+                         typename promote_strong2<Higher, Lower>::type, Higher>>;
 };
-template <class Acc, class P, class... Ps>
-struct fold_all<Acc, P, Ps...> {
-  using type = typename fold_all<typename fold_strong<Acc, P>::type, Ps...>::type;
+template <class Lower>
+struct combine_tiers<void, Lower> {
+  using type = Lower;
+};
+template <class Higher>
+struct combine_tiers<Higher, void> {
+  using type = Higher;
+};
+template <>
+struct combine_tiers<void, void> {
+  using type = bool;
 };
 
+/// result_type over promotion types: element types (dimensioned), zero_dim<T>, weak<S>.
 template <class... Ps>
-inline constexpr int max_weak_category_v = [] {
-  int c = -1;
-  ((c = weak_category_v<Ps> > c ? weak_category_v<Ps> : c), ...);
-  return c;
-}();
-
-/// result_type over promotion types (element types, or weak<S> for scalars).
-template <class... Ps>
-using promote_t =
-    typename apply_weak<typename fold_all<void, Ps...>::type, max_weak_category_v<Ps...>>::type;
+using promote_t = typename combine_tiers<
+    typename tier_result<dim_tier, Ps...>::type,
+    typename combine_tiers<typename tier_result<zero_tier, Ps...>::type,
+                           typename tier_result<wrapped_tier, Ps...>::type>::type>::type;
 
 /// Floating result for math functions: integers and bool become float (PyTorch's default dtype).
 template <class T>

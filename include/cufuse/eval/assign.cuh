@@ -4,6 +4,9 @@
 #include "../expr/node.cuh"
 #include "../ops/user.cuh"
 #include "launch.cuh"
+#include "plan.cuh"
+
+#include <array>
 
 #include <string>
 #include <type_traits>
@@ -35,41 +38,154 @@ void destination_node(const X&) {
   static_assert(sizeof(X) == 0, "cufuse::assign: the destination must be a tensor or a view");
 }
 
-/// Host loop: the CPU fallback, and what CI runs.
-template <class Dst, class Expr>
-void evaluate_host(const Dst& dst, const Expr& expr, index_t n) {
-  using T = typename Dst::value_type;
-  for (index_t i = 0; i < n; ++i) {
-    dst.ptr[i] = convert<T>(expr.eval(i));
+/// The operands of an expression as the plan sees them, over a rank-R destination.
+template <int R, class E>
+std::array<operand_info<R>, E::leaf_count> operands_of(const E& e) {
+  std::array<operand_info<R>, E::leaf_count> out{};
+  int next = 0;
+  auto visit = [&](const auto& leaf) {
+    using L = std::remove_cvref_t<decltype(leaf)>;
+    operand_info<R>& o = out[next++];
+    o.ptr = leaf.ptr;
+    o.elem = int(sizeof(typename L::value_type));
+    for (int d = 0; d < R; ++d) {
+      const int s = d - (R - L::rank);
+      o.str[d] = s >= 0 ? leaf.str[s] : 0;
+    }
+  };
+  for_each_leaf(e, visit);
+  return out;
+}
+
+/// The destination as the plan sees it (rank 0 is walked as rank 1 of extent 1).
+template <int R, class D>
+operand_info<R> destination_info(const D& d) {
+  operand_info<R> o{};
+  o.ptr = d.ptr;
+  o.elem = int(sizeof(typename D::value_type));
+  for (int d2 = 0; d2 < D::rank; ++d2) {
+    o.str[d2] = d.str[d2];
+  }
+  return o;
+}
+
+/// Host loop over the plan's walk: the CPU fallback, and what CI runs.
+template <int R, int L, class BD, class BE>
+void evaluate_host(const BD& dst, const BE& expr, const eval_plan<R, L>& pl) {
+  using T = typename BD::value_type;
+  coords<R, index_t> p{};
+  for (index_t i = 0; i < pl.n; ++i) {
+    dst.store(p, convert<T>(expr.eval_in(p)));
+    for (int d = R - 1; d >= pl.first; --d) { // odometer
+      if (++p.c[d] < pl.ext[d]) {
+        break;
+      }
+      p.c[d] = 0;
+    }
   }
 }
 
-/// Chooses the policy (vector width, index width) and launches.
-template <class Dst, class Expr>
-void evaluate_device(const Dst& dst, const Expr& expr, index_t n, cudaStream_t stream) {
-  using T = typename Dst::value_type;
-  constexpr int min_size =
-      Expr::min_element_size < int(sizeof(T)) ? Expr::min_element_size : int(sizeof(T));
+/// Runs the plan's kernel.
+template <int R, int L, class BD, class BE>
+void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
+                     cudaStream_t stream) {
+  constexpr int min_size = BE::min_element_size < BD::min_element_size ? BE::min_element_size
+                                                                       : BD::min_element_size;
   constexpr int vec = 16 / min_size;
-  if constexpr (Expr::all_contiguous && vec > 1) {
-    if (dst.aligned16() && expr.aligned16()) {
-      if (n < max_n_for_int32) {
-        launch_evaluate<vec, std::int32_t>(dst, expr, n, stream);
-      } else {
-        launch_evaluate<vec, std::int64_t>(dst, expr, n, stream);
-      }
-      return;
+  static_assert(vec > 1, "cufuse: internal: elements wider than 8 bytes");
+  switch (pl.kind) {
+  case eval_kind::flat:
+    launch_evaluate<vec, std::int32_t>(dst, expr, pl.n, stream);
+    return;
+  case eval_kind::tile:
+    launch_evaluate_tile(dst, expr, pl, stream);
+    return;
+  case eval_kind::nd:
+    if (pl.vec == 1) {
+      launch_evaluate_nd<1, std::int64_t>(dst, expr, pl, stream);
+    } else if (pl.wide) {
+      launch_evaluate_nd<vec, std::int64_t>(dst, expr, pl, stream);
+    } else {
+      launch_evaluate_nd<vec, std::int32_t>(dst, expr, pl, stream);
+    }
+    return;
+  }
+}
+
+/// Vector width the expression's element sizes allow (16 bytes / the smallest element).
+template <class D, class E>
+constexpr int vec_width_of() {
+  constexpr int es = int(sizeof(typename D::value_type));
+  constexpr int m = E::min_element_size < es ? E::min_element_size : es;
+  return 16 / m;
+}
+
+/// Evaluates `e` into destination leaf `d` as `pl` says (no overlap: checked by the caller).
+template <class D, class E, int R, int L>
+void evaluate_planned(const D& d, const E& e, const eval_plan<R, L>& pl, cudaStream_t stream) {
+  using T = std::remove_pointer_t<decltype(d.ptr)>;
+  const auto bd = bound_leaf<T, R, typename D::promo_type>{d.ptr, pl.dst, -1};
+  const auto be = bind<0>(e, pl.leaves);
+  if constexpr (std::is_same_v<typename D::space, host_space>) {
+    evaluate_host(bd, be, pl);
+  } else {
+    evaluate_device(bd, be, pl, stream);
+  }
+}
+
+/// dst = e, with the expression's shape already checked against the destination's.
+template <class D, class E>
+void evaluate(const D& d, const E& e, cudaStream_t stream) {
+  constexpr int R = D::rank > 0 ? D::rank : 1;
+  constexpr bool on_device = std::is_same_v<typename D::space, device_space>;
+  extents<R> shape = ones<R>();
+  for (int i = 0; i < D::rank; ++i) {
+    shape[i] = d.shp[i];
+  }
+  const auto pl = make_plan<R, E::leaf_count>(destination_info<R>(d), shape, operands_of<R>(e),
+                                              vec_width_of<D, E>(), on_device);
+  if (!pl.temporary) {
+    evaluate_planned(d, e, pl, stream);
+    return;
+  }
+  // The destination overlaps an operand read at other elements: evaluate the whole right-hand
+  // side first (into stream-ordered scratch), then copy.
+  using T = typename D::value_type;
+  tensor<T, D::rank, typename D::space> scratch(d.shp, stream);
+  const auto s = scratch.mutable_node();
+  evaluate_planned(s, e, make_plan<R, E::leaf_count>(destination_info<R>(s), shape,
+                                                      operands_of<R>(e), vec_width_of<D, E>(),
+                                                      on_device),
+                   stream);
+  const auto copy = scratch.node();
+  evaluate_planned(d, copy,
+                   make_plan<R, 1>(destination_info<R>(d), shape, operands_of<R>(copy),
+                                   vec_width_of<D, decltype(copy)>(), on_device),
+                   stream);
+}
+
+/// Throws when writing through `d` would write some element twice (a repeated dimension).
+template <class D>
+void check_writable(const D& d) {
+  for (int i = 0; i < D::rank; ++i) {
+    if (d.shp[i] > 1 && d.str[i] == 0) {
+      throw shape_error("cufuse: cannot assign to a view that repeats elements (stride 0 along "
+                        "dimension " +
+                        std::to_string(i) + " of shape " + d.shp.to_string() + ")");
     }
   }
-  launch_evaluate<1, std::int64_t>(dst, expr, n, stream);
 }
 
 } // namespace detail
 
 /// Evaluates `src` (expression, tensor, view or scalar) into `dst` (tensor or view) on `stream`:
-/// one kernel for a device destination, a loop for a host one. Throws shape_error naming both
-/// shapes when they differ; a scalar fills. Same-index aliasing (A = A * 2 + B) is fine;
-/// reading other elements of the destination is not.
+/// one kernel for a device destination, a loop for a host one. The expression's shape must equal
+/// the destination's (its operands broadcast among themselves, not into the destination), except
+/// that a scalar or rank-0 expression fills. Throws shape_error naming both shapes otherwise.
+/// Aliasing: reading the destination at the element being written (A = A * 2 + B) is one kernel;
+/// when the destination overlaps an operand read at other elements (a shifted slice of itself,
+/// X = transpose(X)), the right-hand side is evaluated into a temporary first, as if it were
+/// evaluated before the assignment.
 template <class Dst, class Src>
 void assign(Dst&& dst, const Src& src, cudaStream_t stream) {
   const auto d = detail::destination_node(dst);
@@ -77,29 +193,29 @@ void assign(Dst&& dst, const Src& src, cudaStream_t stream) {
   using D = std::remove_cvref_t<decltype(d)>;
   using E = std::remove_cvref_t<decltype(e)>;
   static_assert(E::rank == 0 || E::rank == D::rank,
-                "cufuse: the expression's rank differs from the destination's rank");
+                "cufuse: the expression's rank differs from the destination's rank (operands "
+                "broadcast among themselves, not into the destination)");
   static_assert(std::is_same_v<typename E::space, any_space> ||
                     std::is_same_v<typename E::space, typename D::space>,
                 "cufuse: cannot assign a host expression to a device tensor or the reverse; copy "
                 "with upload()/download()");
-  if constexpr (E::rank > 0) {
-    if (!(e.shape() == d.shape())) {
-      throw shape_error("cufuse: cannot assign an expression of shape " + e.shape().to_string() +
-                        " to a destination of shape " + d.shape().to_string());
-    }
-  }
-  const index_t n = d.size();
-  if (n == 0) {
-    return;
-  }
   if constexpr (std::is_same_v<typename D::space, host_space>) {
     static_assert(detail::host_callable<E>::value,
                   "cufuse: this expression holds a __device__-only lambda, so it cannot run on "
                   "host tensors; make the lambda __host__ __device__");
-    detail::evaluate_host(d, e, n);
-  } else {
-    detail::evaluate_device(d, e, n, stream);
   }
+  if constexpr (E::rank > 0) {
+    const auto es = e.shape();
+    if (!(es == d.shape())) {
+      throw shape_error("cufuse: cannot assign an expression of shape " + es.to_string() +
+                        " to a destination of shape " + d.shape().to_string());
+    }
+  }
+  if (d.size() == 0) {
+    return;
+  }
+  detail::check_writable(d);
+  detail::evaluate(d, e, stream);
 }
 
 /// assign on the current stream.

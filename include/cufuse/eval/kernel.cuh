@@ -1,13 +1,20 @@
-/// \file The one generic evaluation kernel: instantiated once per (destination, expression) type
-/// and launch policy. Each thread evaluates the whole expression tree in registers.
+/// \file The evaluation kernels, each instantiated once per (destination, expression) type and
+/// policy. Each thread evaluates the whole expression tree in registers.
+///   evaluate_kernel       every operand contiguous with the destination's shape (linear index)
+///   evaluate_nd_kernel    any strides: coordinates from a linear work index by fast division,
+///                         vectorized along the innermost dimension where the plan allows
+///   evaluate_tile_kernel  an operand contiguous along another dimension than the destination
+///                         (a transpose): tiles staged through shared memory, both sides coalesced
 #pragma once
 
-#include "../memory/tensor_view.cuh"
+#include "bind.cuh"
 
 namespace cufuse::detail {
 
-/// Threads per block of every evaluation kernel.
+/// Threads per block of the flat and N-d kernels.
 inline constexpr int eval_block_size = 256;
+/// Threads per block of the layout-changing kernel (tile_dim x tile_rows).
+inline constexpr int tile_block_size = tile_dim * tile_rows;
 
 /// Blocks per SM to ask the register allocator for. A thread of an expression that reads at
 /// most two tensors has at most two 16-byte loads in flight, so the SM needs every warp
@@ -29,24 +36,175 @@ __global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>)
   const I tid = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + threadIdx.x;
   if constexpr (V == 1) {
     for (I i = tid; i < n; i += stride) {
-      dst.ptr[i] = convert<T>(expr.eval(i));
+      dst.store(flat_index<I>{i}, convert<T>(expr.eval_in(flat_index<I>{i})));
     }
   } else {
     const I nvec = n / V;
     for (I vi = tid; vi < nvec; vi += stride) {
-      const auto lanes = expr.template fetch<V>(vi);
+      const auto lanes = expr.template fetch_in<V>(flat_index<I>{vi * V});
       lane_regs<T, V> out;
       CUFUSE_UNROLL
       for (int k = 0; k < V; ++k) {
         out.v[k] = convert<T>(lanes.at(k));
       }
-      dst.template store_vec<V>(vi, out);
+      dst.template store_vec<V>(flat_index<I>{vi * V}, out);
     }
     const I tail = n - nvec * V; // fewer than V elements
     if (tid < tail) {
       const I i = nvec * V + tid;
-      dst.ptr[i] = convert<T>(expr.eval(i));
+      dst.store(flat_index<I>{i}, convert<T>(expr.eval_in(flat_index<I>{i})));
     }
+  }
+}
+
+/// The walk of the N-d kernel: extents of dimensions [first, R), a divisor for each dimension
+/// between `first` and the innermost, and one for the vectors of a row.
+template <int R, class I>
+struct nd_walk {
+  using U = unsigned_of<I>;
+  I ext[R];
+  fast_divmod<U> div[R]; // div[d] for first < d < R - 1
+  fast_divmod<U> row_vecs;
+  I vecs_per_row;        // ext[R - 1] / V
+  I work;                // rows x vecs_per_row
+  I tail;                // elements after the last vector (single-row walks only)
+  int first;
+};
+
+/// Coordinates of work item w (the first of V lanes along the innermost dimension).
+template <int V, int R, class I>
+CUFUSE_INLINE coords<R, I> nd_position(const nd_walk<R, I>& walk, I w) {
+  using U = unsigned_of<I>;
+  coords<R, I> p;
+  U row = 0, col = static_cast<U>(w);
+  if (walk.first < R - 1) {
+    walk.row_vecs.divmod(static_cast<U>(w), row, col);
+  }
+  p.c[R - 1] = static_cast<I>(col) * V;
+  CUFUSE_UNROLL
+  for (int d = R - 2; d >= 0; --d) {
+    if (d > walk.first) {
+      U q, r;
+      walk.div[d].divmod(row, q, r);
+      p.c[d] = static_cast<I>(r);
+      row = q;
+    } else {
+      p.c[d] = d == walk.first ? static_cast<I>(row) : I(0);
+    }
+  }
+  return p;
+}
+
+/// dst = expr over any strides. V > 1: each work item is V consecutive elements of a row
+/// (the plan checked contiguity or repetition along it, and alignment).
+template <int V, class I, int R, class Dst, class Expr>
+__global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>)
+    evaluate_nd_kernel(Dst dst, Expr expr, nd_walk<R, I> walk) {
+  using T = typename Dst::value_type;
+  const I stride = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);
+  const I tid = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + threadIdx.x;
+  for (I w = tid; w < walk.work; w += stride) {
+    const coords<R, I> p = nd_position<V>(walk, w);
+    if constexpr (V == 1) {
+      dst.store(p, convert<T>(expr.eval_in(p)));
+    } else {
+      const auto lanes = expr.template fetch_in<V>(p);
+      lane_regs<T, V> out;
+      CUFUSE_UNROLL
+      for (int k = 0; k < V; ++k) {
+        out.v[k] = convert<T>(lanes.at(k));
+      }
+      dst.template store_vec<V>(p, out);
+    }
+  }
+  if constexpr (V > 1) {
+    if (tid < walk.tail) {
+      coords<R, I> p{};
+      p.c[R - 1] = walk.vecs_per_row * V + tid;
+      dst.store(p, convert<T>(expr.eval_in(p)));
+    }
+  }
+}
+
+/// The walk of the layout-changing kernel: tiles of tile_dim x tile_dim over dimension `a` and
+/// the innermost one, for every combination of the other (outer) dimensions.
+template <int R>
+struct tile_walk {
+  using U = std::uint64_t;
+  index_t ext[R];
+  int a;
+  int outer_dims;    // how many outer dimensions follow
+  int outer_dim[R];  // which, outermost first
+  fast_divmod<U> outer_div[R];
+  fast_divmod<U> tiles_b_div, tiles_a_div;
+  index_t tiles;
+};
+
+/// dst = expr where some operands are contiguous along dimension `a` rather than the innermost:
+/// the block first copies their tile into shared memory reading along `a`, then evaluates the
+/// expression writing along the innermost dimension, reading those operands from the tiles.
+template <int R, class Dst, class Expr>
+__global__ void __launch_bounds__(tile_block_size)
+    evaluate_tile_kernel(Dst dst, Expr expr, tile_walk<R> walk) {
+  using T = typename Dst::value_type;
+  using I = index_t;
+  using U = std::uint64_t;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int tx = int(threadIdx.x) % tile_dim, ty = int(threadIdx.x) / tile_dim;
+  const I ext_a = walk.ext[walk.a], ext_b = walk.ext[R - 1];
+  for (I t = blockIdx.x; t < walk.tiles; t += gridDim.x) {
+    U q, tb, ta;
+    walk.tiles_b_div.divmod(static_cast<U>(t), q, tb);
+    walk.tiles_a_div.divmod(q, q, ta);
+    coords<R, I> base{};
+    for (int s = walk.outer_dims - 1; s > 0; --s) {
+      U r;
+      walk.outer_div[s].divmod(q, q, r);
+      base.c[walk.outer_dim[s]] = static_cast<I>(r);
+    }
+    if (walk.outer_dims > 0) {
+      base.c[walk.outer_dim[0]] = static_cast<I>(q);
+    }
+    const I a0 = static_cast<I>(ta) * tile_dim, b0 = static_cast<I>(tb) * tile_dim;
+
+    // 1. Staged operands: read along a (consecutive threads, consecutive addresses).
+    auto stage = [&](const auto& leaf) {
+      using L = std::remove_cvref_t<decltype(leaf)>;
+      using V = typename L::value_type;
+      if (leaf.smem < 0) {
+        return;
+      }
+      V* tile = reinterpret_cast<V*>(smem + leaf.smem);
+      V v[tile_dim / tile_rows] = {};
+      CUFUSE_UNROLL
+      for (int j = 0; j < tile_dim / tile_rows; ++j) {
+        coords<R, I> p = base;
+        p.c[walk.a] = a0 + tx;
+        p.c[R - 1] = b0 + ty + j * tile_rows;
+        if (p.c[walk.a] < ext_a && p.c[R - 1] < ext_b) {
+          v[j] = leaf.ptr[leaf.offset(p)];
+        }
+      }
+      CUFUSE_UNROLL
+      for (int j = 0; j < tile_dim / tile_rows; ++j) {
+        tile[(ty + j * tile_rows) * tile_pitch<V>() + tx] = v[j];
+      }
+    };
+    for_each_leaf(expr, stage);
+    __syncthreads();
+
+    // 2. Evaluate, writing along the innermost dimension.
+    CUFUSE_UNROLL
+    for (int j = 0; j < tile_dim / tile_rows; ++j) {
+      const int la = ty + j * tile_rows;
+      tile_pos<R, I> tp{base, smem, la, tx};
+      tp.p.c[walk.a] = a0 + la;
+      tp.p.c[R - 1] = b0 + tx;
+      if (tp.p.c[walk.a] < ext_a && tp.p.c[R - 1] < ext_b) {
+        dst.store(tp.p, convert<T>(expr.eval_in(tp)));
+      }
+    }
+    __syncthreads();
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "../core/error.hpp"
 #include "kernel.cuh"
+#include "plan.cuh"
 
 #include <atomic>
 #include <cstdint>
@@ -57,30 +58,99 @@ int cached_max_grid() {
   return int(grid);
 }
 
-/// Launches evaluate_kernel<V, I> over `work` steps of V elements.
-template <int V, class I, class Dst, class Expr>
-void launch_evaluate(const Dst& dst, const Expr& expr, std::int64_t n, cudaStream_t stream) {
-  constexpr auto kernel = &evaluate_kernel<V, I, Dst, Expr>;
-  const std::int64_t steps = V == 1 ? n : (n / V > 0 ? n / V : 1);
-  const std::int64_t needed = (steps + eval_block_size - 1) / eval_block_size;
-  const std::int64_t cap = cached_max_grid<kernel>();
-  const unsigned grid = static_cast<unsigned>(needed < cap ? needed : cap);
-  kernel<<<grid, eval_block_size, 0, stream>>>(dst, expr, static_cast<I>(n));
+/// Checks a launch; the message names the kernel, the element count and the grid.
+template <class T>
+void check_launch(const char* kernel, std::int64_t n, std::int64_t grid, int block,
+                  cudaStream_t stream) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {
-    throw_cuda(err, "evaluate_kernel<<<>>>", __FILE__, __LINE__,
-               "assigning " + std::to_string(n) + " elements of " +
-                   std::string(type_name<typename Dst::value_type>()) + ", grid " +
-                   std::to_string(grid) + "x" + std::to_string(eval_block_size));
+    throw_cuda(err, kernel, __FILE__, __LINE__,
+               "assigning " + std::to_string(n) + " elements of " + std::string(type_name<T>()) +
+                   ", grid " + std::to_string(grid) + "x" + std::to_string(block));
   }
 #if defined(CUFUSE_DEBUG_SYNC)
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   CUFUSE_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
   if (capture == cudaStreamCaptureStatusNone) {
     CUFUSE_CUDA_CHECK_MSG(cudaStreamSynchronize(stream),
-                          "CUFUSE_DEBUG_SYNC after an evaluate_kernel launch");
+                          std::string("CUFUSE_DEBUG_SYNC after ") + kernel);
   }
+#else
+  (void)stream;
 #endif
+}
+
+/// Grid for `steps` work items of one thread each, capped as cached_max_grid says.
+template <auto Kernel>
+unsigned grid_for(std::int64_t steps) {
+  const std::int64_t needed = (steps + eval_block_size - 1) / eval_block_size;
+  const std::int64_t cap = cached_max_grid<Kernel>();
+  const std::int64_t g = needed < cap ? needed : cap;
+  return static_cast<unsigned>(g > 0 ? g : 1);
+}
+
+/// Launches evaluate_kernel<V, I> over n elements (V at a time).
+template <int V, class I, class Dst, class Expr>
+void launch_evaluate(const Dst& dst, const Expr& expr, std::int64_t n, cudaStream_t stream) {
+  constexpr auto kernel = &evaluate_kernel<V, I, Dst, Expr>;
+  const unsigned grid = grid_for<kernel>(V == 1 ? n : n / V);
+  kernel<<<grid, eval_block_size, 0, stream>>>(dst, expr, static_cast<I>(n));
+  check_launch<typename Dst::value_type>("evaluate_kernel<<<>>>", n, grid, eval_block_size,
+                                         stream);
+}
+
+/// Launches evaluate_nd_kernel<V, I> over the plan's walk.
+template <int V, class I, int R, int L, class Dst, class Expr>
+void launch_evaluate_nd(const Dst& dst, const Expr& expr, const eval_plan<R, L>& pl,
+                        cudaStream_t stream) {
+  using U = unsigned_of<I>;
+  nd_walk<R, I> walk{};
+  walk.first = pl.first;
+  for (int d = 0; d < R; ++d) {
+    walk.ext[d] = static_cast<I>(pl.ext[d]);
+    if (d > pl.first && d < R - 1) {
+      walk.div[d] = fast_divmod<U>(static_cast<U>(pl.ext[d]));
+    }
+  }
+  walk.vecs_per_row = static_cast<I>(pl.ext[R - 1] / V);
+  walk.row_vecs = fast_divmod<U>(static_cast<U>(walk.vecs_per_row > 0 ? walk.vecs_per_row : 1));
+  walk.work = static_cast<I>(pl.n / pl.ext[R - 1] * walk.vecs_per_row);
+  walk.tail = static_cast<I>(pl.ext[R - 1] - walk.vecs_per_row * V); // the plan: single row
+  constexpr auto kernel = &evaluate_nd_kernel<V, I, R, Dst, Expr>;
+  const unsigned grid = grid_for<kernel>(walk.work > walk.tail ? walk.work : walk.tail);
+  kernel<<<grid, eval_block_size, 0, stream>>>(dst, expr, walk);
+  check_launch<typename Dst::value_type>("evaluate_nd_kernel<<<>>>", pl.n, grid,
+                                         eval_block_size, stream);
+}
+
+/// Launches evaluate_tile_kernel over the plan's tiles.
+template <int R, int L, class Dst, class Expr>
+void launch_evaluate_tile(const Dst& dst, const Expr& expr, const eval_plan<R, L>& pl,
+                          cudaStream_t stream) {
+  using U = std::uint64_t;
+  tile_walk<R> walk{};
+  walk.a = pl.tile_a;
+  for (int d = 0; d < R; ++d) {
+    walk.ext[d] = pl.ext[d];
+  }
+  index_t outer = 1;
+  for (int d = pl.first; d < R - 1; ++d) {
+    if (d != pl.tile_a) {
+      walk.outer_div[walk.outer_dims] = fast_divmod<U>(static_cast<U>(pl.ext[d]));
+      walk.outer_dim[walk.outer_dims++] = d;
+      outer *= pl.ext[d];
+    }
+  }
+  const index_t tiles_a = (pl.ext[pl.tile_a] + tile_dim - 1) / tile_dim;
+  const index_t tiles_b = (pl.ext[R - 1] + tile_dim - 1) / tile_dim;
+  walk.tiles_a_div = fast_divmod<U>(static_cast<U>(tiles_a));
+  walk.tiles_b_div = fast_divmod<U>(static_cast<U>(tiles_b));
+  walk.tiles = outer * tiles_a * tiles_b;
+  const std::int64_t grid = walk.tiles < max_grid_blocks ? walk.tiles : max_grid_blocks;
+  evaluate_tile_kernel<R><<<unsigned(grid), tile_block_size, pl.smem_bytes, stream>>>(dst, expr,
+                                                                                       walk);
+  check_launch<typename Dst::value_type>("evaluate_tile_kernel<<<>>>", pl.n, grid,
+                                         tile_block_size, stream);
 }
 
 } // namespace cufuse::detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../core/concepts.hpp"
+#include "../core/index.cuh"
 #include "../core/pack.hpp"
 #include "../core/types.cuh"
 #include "../memory/tensor.cuh"
@@ -22,32 +23,27 @@ struct scalar_node {
   using space = any_space;
   static constexpr int rank = 0; // fits any shape
   static constexpr bool is_cufuse_node = true;
-  static constexpr bool all_contiguous = true;
   static constexpr int min_element_size = 16; // places no constraint on the vector width
   static constexpr int leaf_count = 0;
 
   S value;
 
-  template <class I>
-  CUFUSE_INLINE S eval(I) const {
+  template <class Ctx>
+  CUFUSE_INLINE S eval_in(const Ctx&) const {
     return value;
+  }
+  template <int V, class Ctx>
+  CUFUSE_INLINE scalar_node fetch_in(const Ctx&) const {
+    return *this;
   }
   template <class I>
   CUFUSE_INLINE S operator[](I) const {
     return value;
   }
-  template <int V, class I>
-  CUFUSE_INLINE scalar_node fetch(I) const {
-    return *this;
-  }
   CUFUSE_INLINE S at(int) const { return value; }
-  bool aligned16() const { return true; }
 };
 
-template <class Op, class... Args>
-struct map_node;
-
-/// The registers of a map node's children for one vector of V lanes (vectorized path).
+/// The registers of a map node's children for one vector of V lanes (vectorized kernels).
 template <class Node, class... Fetched>
 struct fetched_map {
   typename Node::op_type op;
@@ -79,21 +75,24 @@ struct common_space<S, Rest...> {
 };
 
 template <int... Ranks>
-constexpr int common_rank() {
+constexpr int max_rank_of() {
   int r = 0;
-  bool ok = true;
-  ((Ranks == 0 ? void() : (r == 0 || r == Ranks ? void(r = Ranks) : void(ok = false))), ...);
-  return ok ? r : -1;
+  ((r = Ranks > r ? Ranks : r), ...);
+  return r;
 }
 
-/// Applies Op elementwise to its children. `Op` says how its result type follows from the
-/// children's promotion types (`common` and `result`) and computes in `apply`.
+/// True for a node that carries a shape (tensors, views, expressions over them; not scalars).
+template <class N>
+concept shaped = requires(const N& n) { n.shape(); };
+
+/// Applies Op elementwise to its children, broadcasting them against each other (NumPy rules:
+/// shapes align on the right; extent-1 and missing leading dimensions repeat). `Op` says how
+/// its result type follows from the children's promotion types (`common` and `result`) and
+/// computes in `apply`.
 template <class Op, class... Args>
 struct map_node {
   static_assert(sizeof...(Args) >= 1, "cufuse: internal: map needs an argument");
-  static constexpr int rank = common_rank<Args::rank...>();
-  static_assert(rank >= 0, "cufuse: operands have different ranks; reshape one of them so both "
-                           "have the same rank (broadcasting is not implicit)");
+  static constexpr int rank = max_rank_of<Args::rank...>();
 
   using op_type = Op;
   using space = typename common_space<typename Args::space...>::type;
@@ -101,10 +100,14 @@ struct map_node {
   using value_type = typename Op::template result<common_type, typename Args::value_type...>;
   static_assert(element_type<value_type>,
                 "cufuse: this operation's result type is not a cufuse element type");
-  using promo_type = value_type;
+  /// Dimensioned when any child is; else zero-dimensional (PyTorch's promotion tiers).
+  using promo_type =
+      std::conditional_t<((!is_weak_v<typename Args::promo_type> &&
+                           !is_zero_dim_v<typename Args::promo_type>) ||
+                          ...),
+                         value_type, zero_dim<value_type>>;
   using compute_type = opmath_t<value_type>;
   static constexpr bool is_cufuse_node = true;
-  static constexpr bool all_contiguous = (Args::all_contiguous && ...);
   /// Memory reads per element (a tensor used twice counts twice).
   static constexpr int leaf_count = (Args::leaf_count + ...);
   static constexpr int min_element_size = [] {
@@ -116,49 +119,60 @@ struct map_node {
   Op op;
   pack<Args...> args;
 
-  template <class I>
-  CUFUSE_INLINE compute_type eval(I i) const {
-    return eval_impl(i, std::index_sequence_for<Args...>{});
+  /// Value at a position (coordinates, or a linear index in the flat kernel), compute type.
+  template <class Ctx>
+  CUFUSE_INLINE compute_type eval_in(const Ctx& p) const {
+    return eval_impl(p, std::index_sequence_for<Args...>{});
   }
-  /// Element at linear (row-major) index `i`, in the expression's value type.
+  /// The children's registers for V consecutive elements along the innermost dimension.
+  template <int V, class Ctx>
+  CUFUSE_INLINE auto fetch_in(const Ctx& p) const {
+    return fetch_impl<V>(p, std::index_sequence_for<Args...>{});
+  }
+
+  /// Element at row-major linear index `i` of shape(), in the value type. In your own kernel,
+  /// `node(i, j)` avoids the per-dimension division that a linear index needs at rank >= 2.
   template <class I>
   CUFUSE_INLINE value_type operator[](I i) const {
-    return convert<value_type>(eval(i));
+    if constexpr (rank <= 1) {
+      return convert<value_type>(eval_in(coords<rank, I>{{i}}));
+    } else {
+      return convert<value_type>(eval_in(unravel(i, shape())));
+    }
   }
-  template <int V, class I>
-  CUFUSE_INLINE auto fetch(I vi) const {
-    return fetch_impl<V>(vi, std::index_sequence_for<Args...>{});
+  /// Element at a multi-index of shape().
+  template <std::integral... I>
+    requires(sizeof...(I) == rank)
+  CUFUSE_INLINE value_type operator()(I... idx) const {
+    return convert<value_type>(eval_in(coords<rank, index_t>{{static_cast<index_t>(idx)...}}));
   }
 
-  /// Shape of the expression (the shape of its first non-scalar operand).
-  extents<rank == 0 ? 1 : rank> shape() const { return first_shape<0>(); }
-  index_t size() const { return shape().size(); }
-
-  bool aligned16() const { return aligned_impl(std::index_sequence_for<Args...>{}); }
+  /// The broadcast shape of the children.
+  CUFUSE_HOST_DEVICE extents<rank> shape() const {
+    extents<rank> acc = ones<rank>();
+    shape_impl(acc, std::index_sequence_for<Args...>{});
+    return acc;
+  }
+  CUFUSE_HOST_DEVICE index_t size() const { return shape().size(); }
 
 private:
-  template <class I, std::size_t... Is>
-  CUFUSE_INLINE compute_type eval_impl(I i, std::index_sequence<Is...>) const {
-    return convert<compute_type>(op.template apply<common_type>(get<Is>(args).eval(i)...));
+  template <class Ctx, std::size_t... Is>
+  CUFUSE_INLINE compute_type eval_impl(const Ctx& p, std::index_sequence<Is...>) const {
+    return convert<compute_type>(op.template apply<common_type>(get<Is>(args).eval_in(p)...));
   }
-  template <int V, class I, std::size_t... Is>
-  CUFUSE_INLINE auto fetch_impl(I vi, std::index_sequence<Is...>) const {
-    using F = fetched_map<map_node, decltype(get<Is>(args).template fetch<V>(vi))...>;
-    return F{op, make_pack(get<Is>(args).template fetch<V>(vi)...)};
+  template <int V, class Ctx, std::size_t... Is>
+  CUFUSE_INLINE auto fetch_impl(const Ctx& p, std::index_sequence<Is...>) const {
+    using F = fetched_map<map_node, decltype(get<Is>(args).template fetch_in<V>(p))...>;
+    return F{op, make_pack(get<Is>(args).template fetch_in<V>(p)...)};
   }
   template <std::size_t... Is>
-  bool aligned_impl(std::index_sequence<Is...>) const {
-    return (get<Is>(args).aligned16() && ...);
-  }
-  template <std::size_t I>
-  auto first_shape() const {
-    if constexpr (I == sizeof...(Args)) {
-      return extents < rank == 0 ? 1 : rank > {}; // unreachable for rank > 0
-    } else if constexpr (std::remove_cvref_t<decltype(get<I>(args))>::rank == 0) {
-      return first_shape<I + 1>();
-    } else {
-      return get<I>(args).shape();
-    }
+  CUFUSE_HOST_DEVICE void shape_impl(extents<rank>& acc, std::index_sequence<Is...>) const {
+    auto one = [&](const auto& a) {
+      if constexpr (shaped<std::remove_cvref_t<decltype(a)>>) {
+        (void)broadcast_into(acc, a.shape());
+      }
+    };
+    (one(get<Is>(args)), ...);
   }
 };
 
@@ -198,52 +212,46 @@ auto to_node(const X& x) {
   } else {
     static_assert(scalar_type<X>, "cufuse: this is not an expression, tensor, view or scalar");
     using W = typename unweak<weak_of<X>>::type;
-    return scalar_node<W>{static_cast<W>(x)};
+    return scalar_node<W>{convert<W>(x)};
   }
 }
 
 template <class X>
 using node_t = decltype(to_node(std::declval<const X&>()));
 
-/// Checks that every non-scalar node has the same shape; the message names all of them.
+/// Checks that the non-scalar nodes broadcast together; the message names every shape.
 /// Compares extents only; strings are built on the error path alone.
 template <class... Nodes>
-void check_shapes(const char* what, const Nodes&... nodes) {
-  constexpr int r = common_rank<Nodes::rank...>();
-  if constexpr (r > 0) {
-    extents<r> first{};
-    bool have = false, mismatch = false;
-    auto visit = [&](const auto& n) {
-      if constexpr (std::remove_cvref_t<decltype(n)>::rank > 0) {
-        if (!have) {
-          first = n.shape();
-          have = true;
-        } else if (!(n.shape() == first)) {
-          mismatch = true;
-        }
+void check_broadcast(const char* what, const Nodes&... nodes) {
+  constexpr int r = max_rank_of<Nodes::rank...>();
+  extents<r> acc = ones<r>();
+  bool ok = true;
+  auto visit = [&](const auto& n) {
+    if constexpr (shaped<std::remove_cvref_t<decltype(n)>>) {
+      ok = broadcast_into(acc, n.shape()) && ok;
+    }
+  };
+  (visit(nodes), ...);
+  if (!ok) {
+    std::string shapes;
+    auto name = [&](const auto& n) {
+      if constexpr (shaped<std::remove_cvref_t<decltype(n)>>) {
+        shapes += (shapes.empty() ? "" : ", ") + n.shape().to_string();
       }
     };
-    (visit(nodes), ...);
-    if (mismatch) {
-      std::string shapes;
-      auto name = [&](const auto& n) {
-        if constexpr (std::remove_cvref_t<decltype(n)>::rank > 0) {
-          shapes += (shapes.empty() ? "" : " and ") + n.shape().to_string();
-        }
-      };
-      (name(nodes), ...);
-      throw shape_error(std::string("cufuse: ") + what + ": operand shapes differ: " + shapes);
-    }
+    (name(nodes), ...);
+    throw shape_error(std::string("cufuse: ") + what +
+                      ": operand shapes do not broadcast together (NumPy rules): " + shapes);
   }
 }
 
 template <class Op, class... Ns>
 map_node<Op, Ns...> make_map_nodes(const char* what, Op op, const Ns&... ns) {
-  check_shapes(what, ns...);
+  check_broadcast(what, ns...);
   return {op, make_pack(ns...)};
 }
 
-/// Builds map<Op, node_t<Xs>...> from operands, checking that their shapes agree.
+/// Builds map<Op, node_t<Xs>...> from operands, checking that their shapes broadcast.
 template <class Op, class... Xs>
 auto make_map(const char* what, Op op, const Xs&... xs) {
   return make_map_nodes(what, op, to_node(xs)...);

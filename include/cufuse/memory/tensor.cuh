@@ -32,13 +32,25 @@ public:
   static constexpr bool on_device = std::is_same_v<Space, device_space>;
 
   /// An empty tensor (every extent 0).
-  tensor() = default;
+  tensor()
+    requires(Rank > 0)
+  = default;
+  /// Rank 0: one uninitialised element (a device scalar that broadcasts against any shape).
+  tensor()
+    requires(Rank == 0)
+      : tensor(extents<0>{}) {}
 
   /// Uninitialised storage of `shape`; device memory comes from `stream` (default: current).
   explicit tensor(const extents<Rank>& shape, cudaStream_t stream = current_stream())
       : shape_(shape), stream_(stream) {
     allocate();
   }
+  /// `tensor<float, 1> v({n})`, `tensor<float, 2> m({rows, cols})`: the braces are the shape
+  /// (this overload makes `{n}` unambiguous at rank 1 with every host compiler).
+  template <std::integral I>
+    requires(Rank > 0)
+  explicit tensor(const I (&shape)[Rank], cudaStream_t stream = current_stream())
+      : tensor(detail::checked_extents(shape, "cufuse::tensor"), stream) {}
 
   tensor(tensor&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), shape_(std::exchange(other.shape_, {})),
@@ -85,21 +97,22 @@ public:
   /// A non-owning view of the whole tensor.
   tensor_view<T, Rank, Space> view() {
     check_live("view");
-    return {data_, shape_, typename tensor_view<T, Rank, Space>::trusted{}};
+    return {data_, shape_, row_major_strides(shape_), typename tensor_view<T, Rank, Space>::trusted{}};
   }
   tensor_view<const T, Rank, Space> view() const {
     check_live("view");
-    return {data_, shape_, typename tensor_view<const T, Rank, Space>::trusted{}};
+    return {data_, shape_, row_major_strides(shape_),
+            typename tensor_view<const T, Rank, Space>::trusted{}};
   }
 
   /// The expression node for this tensor; throws for a moved-from tensor.
   detail::leaf<const T, Rank, Space> node() const {
     check_live("use in an expression");
-    return {data_, shape_};
+    return detail::make_leaf<const T, Rank, Space>(data_, shape_, row_major_strides(shape_));
   }
   detail::leaf<T, Rank, Space> mutable_node() {
     check_live("assignment");
-    return {data_, shape_};
+    return detail::make_leaf<T, Rank, Space>(data_, shape_, row_major_strides(shape_));
   }
 
   /// A deep copy with the same shape, allocated on the current stream.
@@ -175,7 +188,10 @@ private:
 
   template <class... I>
   index_t linear(I... idx) const {
-    const index_t ix[] = {static_cast<index_t>(idx)...};
+    if constexpr (Rank == 0) {
+      return 0;
+    }
+    const index_t ix[Rank > 0 ? Rank : 1] = {static_cast<index_t>(idx)...};
     index_t off = 0;
     for (int d = 0; d < Rank; ++d) {
       off = off * shape_[d] + ix[d];

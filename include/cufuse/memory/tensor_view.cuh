@@ -5,6 +5,7 @@
 #include "../core/concepts.hpp"
 #include "../core/error.hpp"
 #include "../core/extents.hpp"
+#include "../core/index.cuh"
 #include "../core/types.cuh"
 #include "stream.hpp"
 
@@ -28,69 +29,67 @@ struct alignas(16) lane_regs {
   CUFUSE_INLINE opmath_t<T> at(int k) const { return convert<opmath_t<T>>(v[k]); }
 };
 
-/// A contiguous row-major block of memory viewed as a rank-`Rank` tensor; the only node that
-/// touches memory. `T` may be const (a read-only leaf).
+/// A block of memory viewed as a rank-`Rank` tensor through strides (in elements); the only
+/// node that touches memory. `T` may be const (a read-only leaf). Strides of dimensions of
+/// extent 1 are stored as 0, so a leaf broadcasts against any shape by reading the trailing
+/// coordinates of a position (NumPy's rules).
 template <class T, int Rank, class Space>
 struct leaf {
   using value_type = std::remove_const_t<T>;
-  using promo_type = value_type;
+  using promo_type = std::conditional_t<Rank == 0, zero_dim<value_type>, value_type>;
   using space = Space;
   static constexpr int rank = Rank;
   static constexpr bool is_cufuse_node = true;
-  static constexpr bool all_contiguous = true;
   static constexpr int min_element_size = int(sizeof(value_type));
   static constexpr int leaf_count = 1;
 
   T* ptr;
   extents<Rank> shp;
+  strides<Rank> str;
 
   CUFUSE_INLINE const extents<Rank>& shape() const { return shp; }
   CUFUSE_INLINE index_t size() const { return shp.size(); }
 
-  template <class I>
-  CUFUSE_INLINE opmath_t<value_type> eval(I i) const {
-    return convert<opmath_t<value_type>>(ptr[i]);
+  /// Value at a position of rank >= Rank, in the compute type.
+  template <int R, class I>
+  CUFUSE_INLINE opmath_t<value_type> eval_in(const coords<R, I>& p) const {
+    return convert<opmath_t<value_type>>(ptr[offset_at(str, p)]);
   }
-  /// Element at linear (row-major) index `i`.
+  /// Element at row-major linear index `i` of this leaf's shape.
   template <class I>
   CUFUSE_INLINE value_type operator[](I i) const {
-    return ptr[i];
-  }
-
-  /// Loads elements [vi*V, vi*V + V) with 16-byte loads (pointer must be 16-byte aligned).
-  template <int V, class I>
-  CUFUSE_INLINE lane_regs<value_type, V> fetch(I vi) const {
-    lane_regs<value_type, V> r;
-    constexpr int chunks = int(V * sizeof(value_type) / 16);
-    const uint4* src = reinterpret_cast<const uint4*>(ptr) + static_cast<I>(vi) * chunks;
-    uint4* dst = reinterpret_cast<uint4*>(r.v);
-    CUFUSE_UNROLL
-    for (int c = 0; c < chunks; ++c) {
-      dst[c] = src[c];
-    }
-    return r;
-  }
-
-  /// Stores V elements at [vi*V, vi*V + V) with 16-byte stores.
-  template <int V, class I>
-  CUFUSE_INLINE void store_vec(I vi, const lane_regs<value_type, V>& r) const {
-    constexpr int chunks = int(V * sizeof(value_type) / 16);
-    uint4* dst = reinterpret_cast<uint4*>(ptr) + static_cast<I>(vi) * chunks;
-    const uint4* src = reinterpret_cast<const uint4*>(r.v);
-    CUFUSE_UNROLL
-    for (int c = 0; c < chunks; ++c) {
-      dst[c] = src[c];
+    if constexpr (Rank <= 1) {
+      return ptr[Rank == 0 ? I(0) : i * static_cast<I>(str[0])];
+    } else {
+      return ptr[offset_at(str, unravel(i, shp))];
     }
   }
-
-  bool aligned16() const { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
+  /// Element at a multi-index.
+  template <std::integral... I>
+    requires(sizeof...(I) == Rank)
+  CUFUSE_INLINE value_type operator()(I... idx) const {
+    return ptr[offset_at(str, coords<Rank, index_t>{{static_cast<index_t>(idx)...}})];
+  }
 };
+
+/// The leaf of memory `ptr` with shape `shape` and strides `st`: extent-1 strides become 0.
+template <class T, int Rank, class Space>
+leaf<T, Rank, Space> make_leaf(T* ptr, const extents<Rank>& shape, const strides<Rank>& st) {
+  leaf<T, Rank, Space> l{ptr, shape, st};
+  for (int d = 0; d < Rank; ++d) {
+    if (shape[d] == 1) {
+      l.str[d] = 0;
+    }
+  }
+  return l;
+}
 
 } // namespace detail
 
-/// A non-owning view of a contiguous row-major tensor in `Space`: wraps memory you own
-/// (cudaMalloc, Thrust, PyTorch). Assigning to a view writes its elements; copying a view copies
-/// the handle.
+/// A non-owning, possibly strided view of a tensor in `Space`: wraps memory you own
+/// (cudaMalloc, Thrust, PyTorch) or a part of a tensor (cufuse::slice, transpose, permute,
+/// reshape, unsqueeze). Assigning to a view writes its elements; copying a view copies the
+/// handle. The memory must outlive the view.
 template <class T, int Rank, class Space = device_space>
 class tensor_view {
   static_assert(element_type<std::remove_const_t<T>>,
@@ -99,13 +98,24 @@ class tensor_view {
 
 public:
   using value_type = std::remove_const_t<T>;
+  using element_type = T;
   using space = Space;
   static constexpr int rank = Rank;
 
-  /// Wraps `data`. A device view checks once, here, that the pointer is memory the GPU can
-  /// read (device, managed or pinned host memory): a view of ordinary host memory would
-  /// otherwise fault inside the kernel.
-  tensor_view(T* data, extents<Rank> shape) : leaf_{data, shape} {
+  /// Wraps contiguous row-major `data`. A device view checks once, here, that the pointer is
+  /// memory the GPU can read (device, managed or pinned host memory): a view of ordinary host
+  /// memory would otherwise fault inside the kernel.
+  tensor_view(T* data, extents<Rank> shape)
+      : tensor_view(data, shape, row_major_strides(shape)) {}
+  /// Wraps `data` with explicit strides in elements (non-negative; 0 repeats a dimension, which
+  /// makes the view read-only in practice: assigning to it throws).
+  tensor_view(T* data, extents<Rank> shape, strides<Rank> st) : ptr_(data), shape_(shape), str_(st) {
+    for (int d = 0; d < Rank; ++d) {
+      if (st[d] < 0) {
+        throw shape_error("cufuse: negative stride in view of shape " + shape.to_string() +
+                          " with strides " + st.to_string());
+      }
+    }
     if (data == nullptr && shape.size() != 0) {
       throw error("cufuse: view of a null pointer with non-empty shape " + shape.to_string());
     }
@@ -115,33 +125,48 @@ public:
       }
     }
   }
-  /// For tensors' own storage: no check needed.
+  /// For memory cufuse already knows (a tensor's storage, a view derived from a view).
   struct trusted {};
-  tensor_view(T* data, extents<Rank> shape, trusted) : leaf_{data, shape} {}
+  tensor_view(T* data, extents<Rank> shape, strides<Rank> st, trusted)
+      : ptr_(data), shape_(shape), str_(st) {}
   tensor_view(const tensor_view&) = default;
+  /// A view of const elements from a view of mutable ones.
+  template <class U>
+    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
+  tensor_view(const tensor_view<U, Rank, Space>& v)
+      : ptr_(v.data()), shape_(v.shape()), str_(v.strides()) {}
 
   /// Evaluates `src` (an expression, tensor, view or scalar) into this view's elements.
   template <class Src>
-  tensor_view& operator=(const Src& src) {
+  const tensor_view& operator=(const Src& src) const {
     static_assert(!std::is_const_v<T>, "cufuse: cannot assign to a view of const elements");
     cufuse::assign(*this, src, current_stream());
     return *this;
   }
   /// Elementwise copy (not a rebinding of the handle).
-  tensor_view& operator=(const tensor_view& src) { return this->operator=<tensor_view>(src); }
+  const tensor_view& operator=(const tensor_view& src) const {
+    return this->operator= <tensor_view>(src);
+  }
 
   /// Sets every element to `value` (converted to the element type).
   template <scalar_type S>
-  void fill(S value) {
+  void fill(S value) const {
     static_assert(!std::is_const_v<T>, "cufuse: cannot fill a view of const elements");
     cufuse::assign(*this, value, current_stream());
   }
 
-  T* data() const noexcept { return leaf_.ptr; }
-  const extents<Rank>& shape() const noexcept { return leaf_.shp; }
-  index_t size() const noexcept { return leaf_.shp.size(); }
-  /// The expression node: pass it to your own kernels and read `node[i]` there.
-  detail::leaf<T, Rank, Space> node() const noexcept { return leaf_; }
+  /// Address of the element at index 0 along every dimension.
+  T* data() const noexcept { return ptr_; }
+  const extents<Rank>& shape() const noexcept { return shape_; }
+  /// Distance in elements between neighbours along each dimension.
+  const cufuse::strides<Rank>& strides() const noexcept { return str_; }
+  index_t size() const noexcept { return shape_.size(); }
+  /// True when the elements are dense in row-major order (extent-1 strides ignored).
+  bool is_contiguous() const noexcept { return is_row_major(shape_, str_); }
+  /// The expression node: pass it to your own kernels and read `node[i]` or `node(i, j)` there.
+  detail::leaf<T, Rank, Space> node() const noexcept {
+    return detail::make_leaf<T, Rank, Space>(ptr_, shape_, str_);
+  }
 
 private:
   static void check_device_accessible(const void* p) {
@@ -153,7 +178,9 @@ private:
     }
   }
 
-  detail::leaf<T, Rank, Space> leaf_;
+  T* ptr_;
+  extents<Rank> shape_;
+  cufuse::strides<Rank> str_;
 };
 
 namespace detail {
@@ -170,6 +197,14 @@ extents<Rank> checked_extents(const I (&shape)[Rank], const char* who) {
   }
   return e;
 }
+template <std::integral J, int Rank>
+strides<Rank> strides_of(const J (&st)[Rank]) {
+  strides<Rank> s{};
+  for (int d = 0; d < Rank; ++d) {
+    s[d] = static_cast<index_t>(st[d]);
+  }
+  return s;
+}
 } // namespace detail
 
 /// Wraps device memory you own: `cufuse::view(ptr, {rows, cols})`.
@@ -183,6 +218,14 @@ tensor_view<T, Rank, device_space> view(T* device_ptr, const extents<Rank>& shap
   return {device_ptr, shape};
 }
 
+/// Wraps device memory you own with strides in elements: `cufuse::view(ptr, {rows, cols},
+/// {ld, 1})` for a matrix with leading dimension ld.
+template <class T, std::integral I, std::integral J, int Rank>
+tensor_view<T, Rank, device_space> view(T* device_ptr, const I (&shape)[Rank],
+                                        const J (&st)[Rank]) {
+  return {device_ptr, detail::checked_extents(shape, "cufuse::view"), detail::strides_of(st)};
+}
+
 /// Wraps host memory you own; expressions over it evaluate on the CPU.
 template <class T, std::integral I, int Rank>
 tensor_view<T, Rank, host_space> host_view(T* host_ptr, const I (&shape)[Rank]) {
@@ -192,6 +235,13 @@ tensor_view<T, Rank, host_space> host_view(T* host_ptr, const I (&shape)[Rank]) 
 template <class T, int Rank>
 tensor_view<T, Rank, host_space> host_view(T* host_ptr, const extents<Rank>& shape) {
   return {host_ptr, shape};
+}
+
+/// Wraps host memory you own with strides in elements.
+template <class T, std::integral I, std::integral J, int Rank>
+tensor_view<T, Rank, host_space> host_view(T* host_ptr, const I (&shape)[Rank],
+                                           const J (&st)[Rank]) {
+  return {host_ptr, detail::checked_extents(shape, "cufuse::host_view"), detail::strides_of(st)};
 }
 
 } // namespace cufuse

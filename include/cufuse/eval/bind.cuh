@@ -1,0 +1,235 @@
+/// \file What the evaluation kernels see: the expression tree with every leaf replaced by a
+/// bound leaf (a pointer and one stride per dimension of the destination, in the order and
+/// collapsed form the host's plan chose), and the positions at which kernels evaluate it.
+#pragma once
+
+#include "../core/index.cuh"
+#include "../expr/node.cuh"
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace cufuse::detail {
+
+/// Threads along a tile of the layout-changing kernel, and rows each step covers.
+inline constexpr int tile_dim = 32;
+inline constexpr int tile_rows = 8;
+
+/// Row pitch (in elements) of a staged tile of `elem`-byte elements: padded so that reading a
+/// column touches 32 different banks.
+constexpr int tile_pitch_of(int elem) { return elem >= 4 ? tile_dim + 1 : tile_dim + 4 / elem; }
+/// Bytes of shared memory one staged tile takes (16-byte multiples, so the next is aligned).
+constexpr int tile_bytes_of(int elem) {
+  return (tile_dim * tile_pitch_of(elem) * elem + 15) / 16 * 16;
+}
+template <class T>
+constexpr int tile_pitch() {
+  return tile_pitch_of(int(sizeof(T)));
+}
+
+/// A position inside a tile of the layout-changing kernel: its coordinates, and where it lies
+/// in the staged tiles (`la` along the tile's dimension a, `lb` along the innermost).
+template <int R, class I>
+struct tile_pos {
+  coords<R, I> p;
+  const unsigned char* smem;
+  int la, lb;
+};
+
+/// A leaf bound to the destination's layout: `str[d]` is its stride along the destination's
+/// (reordered, collapsed) dimension d, 0 where it repeats. `smem`: byte offset of its staged
+/// tile in the layout-changing kernel, -1 when it is read from memory directly.
+template <class T, int R, class Promo>
+struct bound_leaf {
+  using value_type = std::remove_const_t<T>;
+  using promo_type = Promo;
+  using space = any_space;
+  using compute_type = opmath_t<value_type>;
+  static constexpr int rank = R;
+  static constexpr bool is_cufuse_node = true;
+  static constexpr int min_element_size = int(sizeof(value_type));
+  static constexpr int leaf_count = 1;
+
+  T* ptr;
+  strides<R> str;
+  int smem;
+
+  template <class I>
+  CUFUSE_INLINE I offset(const coords<R, I>& p) const {
+    return offset_at(str, p);
+  }
+
+  // -- the flat kernel: every operand contiguous, of the destination's shape
+  template <class I>
+  CUFUSE_INLINE compute_type eval_in(const flat_index<I>& p) const {
+    return convert<compute_type>(ptr[p.i]);
+  }
+  template <int V, class I>
+  CUFUSE_INLINE lane_regs<value_type, V> fetch_in(const flat_index<I>& p) const {
+    return load_vec<V>(ptr + p.i);
+  }
+
+  // -- the N-d kernel
+  template <class I>
+  CUFUSE_INLINE compute_type eval_in(const coords<R, I>& p) const {
+    return convert<compute_type>(ptr[offset(p)]);
+  }
+  /// V lanes along the innermost dimension: a 16-byte load where the leaf is contiguous there,
+  /// one load repeated where it is broadcast (stride 0); the host allows nothing else.
+  template <int V, class I>
+  CUFUSE_INLINE lane_regs<value_type, V> fetch_in(const coords<R, I>& p) const {
+    const I off = offset(p);
+    if (str[R - 1] == 0) {
+      lane_regs<value_type, V> r;
+      const value_type x = ptr[off];
+      CUFUSE_UNROLL
+      for (int k = 0; k < V; ++k) {
+        r.v[k] = x;
+      }
+      return r;
+    }
+    return load_vec<V>(ptr + off);
+  }
+
+  // -- the layout-changing kernel
+  template <class I>
+  CUFUSE_INLINE compute_type eval_in(const tile_pos<R, I>& t) const {
+    if (smem >= 0) {
+      const auto* tile = reinterpret_cast<const value_type*>(t.smem + smem);
+      return convert<compute_type>(tile[t.lb * tile_pitch<value_type>() + t.la]);
+    }
+    return convert<compute_type>(ptr[offset(t.p)]);
+  }
+
+  // -- stores (the destination)
+  template <class Pos>
+  CUFUSE_INLINE void store(const Pos& p, value_type v) const {
+    if constexpr (requires { p.i; }) {
+      ptr[p.i] = v;
+    } else {
+      ptr[offset(p)] = v;
+    }
+  }
+  template <int V, class Pos>
+  CUFUSE_INLINE void store_vec(const Pos& p, const lane_regs<value_type, V>& r) const {
+    value_type* at;
+    if constexpr (requires { p.i; }) {
+      at = ptr + p.i;
+    } else {
+      at = ptr + offset(p);
+    }
+    constexpr int chunks = int(V * sizeof(value_type) / 16);
+    uint4* dst = reinterpret_cast<uint4*>(at);
+    const uint4* src = reinterpret_cast<const uint4*>(r.v);
+    CUFUSE_UNROLL
+    for (int c = 0; c < chunks; ++c) {
+      dst[c] = src[c];
+    }
+  }
+
+private:
+  template <int V>
+  CUFUSE_INLINE static lane_regs<value_type, V> load_vec(const value_type* at) {
+    lane_regs<value_type, V> r;
+    constexpr int chunks = int(V * sizeof(value_type) / 16);
+    const uint4* src = reinterpret_cast<const uint4*>(at);
+    uint4* dst = reinterpret_cast<uint4*>(r.v);
+    CUFUSE_UNROLL
+    for (int c = 0; c < chunks; ++c) {
+      dst[c] = src[c];
+    }
+    return r;
+  }
+};
+
+// ---- visiting leaves in tree order (left to right) -------------------------------------------
+
+template <class N>
+inline constexpr bool is_leaf_node_v = false;
+template <class T, int Rank, class Space>
+inline constexpr bool is_leaf_node_v<leaf<T, Rank, Space>> = true;
+template <class T, int R, class P>
+inline constexpr bool is_leaf_node_v<bound_leaf<T, R, P>> = true;
+
+template <class N>
+struct map_arity {
+  static constexpr std::size_t value = 0;
+};
+template <class Op, class... Args>
+struct map_arity<map_node<Op, Args...>> {
+  static constexpr std::size_t value = sizeof...(Args);
+};
+
+template <class N, class F>
+CUFUSE_HOST_DEVICE void for_each_leaf(const N& n, F& f);
+
+// Host code calls these with host lambdas, kernels with device lambdas: the execution-space
+// check is the caller's.
+#pragma nv_exec_check_disable
+template <class Op, class... Args, class F, std::size_t... Is>
+CUFUSE_HOST_DEVICE void for_each_leaf_of_map(const map_node<Op, Args...>& m, F& f,
+                                             std::index_sequence<Is...>) {
+  (for_each_leaf(get<Is>(m.args), f), ...);
+}
+
+/// Calls f(leaf) on each leaf of `n` in tree order (the order bind() numbers them).
+#pragma nv_exec_check_disable
+template <class N, class F>
+CUFUSE_HOST_DEVICE void for_each_leaf(const N& n, F& f) {
+  if constexpr (is_leaf_node_v<N>) {
+    f(n);
+  } else if constexpr (map_arity<N>::value > 0) {
+    for_each_leaf_of_map(n, f, std::make_index_sequence<map_arity<N>::value>{});
+  }
+}
+
+// ---- binding: the user's tree -> the kernel's tree --------------------------------------------
+
+/// Each leaf's strides in the plan's layout and its staged tile (-1: none), in tree order.
+template <int R, int L>
+struct bound_layout {
+  strides<R> str[L > 0 ? L : 1];
+  int smem[L > 0 ? L : 1];
+};
+
+template <int First, int R, int L, class N>
+auto bind(const N& n, const bound_layout<R, L>& lay);
+
+/// The number of the first leaf of child `i` of a map whose first leaf is number `First`.
+template <int First, class... Args>
+constexpr int first_leaf_of(std::size_t i) {
+  const int counts[] = {Args::leaf_count...};
+  int f = First;
+  for (std::size_t j = 0; j < i; ++j) {
+    f += counts[j];
+  }
+  return f;
+}
+
+template <int First, int R, int L, class Op, class... Args, std::size_t... Is>
+auto bind_map(const map_node<Op, Args...>& m, const bound_layout<R, L>& lay,
+              std::index_sequence<Is...>) {
+  using bound = map_node<Op, decltype(bind<first_leaf_of<First, Args...>(Is)>(get<Is>(m.args), lay))...>;
+  return bound{m.op, make_pack(bind<first_leaf_of<First, Args...>(Is)>(get<Is>(m.args), lay)...)};
+}
+
+/// The tree the kernels evaluate: leaves become bound_leaf with the plan's strides, leaf
+/// number `First` onwards; scalars and ops stay as they are.
+template <int First, int R, int L, class N>
+auto bind(const N& n, const bound_layout<R, L>& lay) {
+  if constexpr (is_leaf_node_v<N>) {
+    return bound_leaf<std::remove_pointer_t<decltype(n.ptr)>, R, typename N::promo_type>{
+        n.ptr, lay.str[First], lay.smem[First]};
+  } else if constexpr (map_arity<N>::value > 0) {
+    return bind_map<First>(n, lay, std::make_index_sequence<map_arity<N>::value>{});
+  } else {
+    return n;
+  }
+}
+
+/// The bound tree's type.
+template <class N, int R, int L>
+using bound_t = decltype(bind<0>(std::declval<const N&>(), std::declval<const bound_layout<R, L>&>()));
+
+} // namespace cufuse::detail
