@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
-#   bash bench/run_gpu.sh [test|sanitize|bench|gemm|sustained|all]      (from the repository root)
+#   bash bench/run_gpu.sh [test|sanitize|shapes|bench|gemm|sustained|all]      (from the repository root)
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
 set -uo pipefail
@@ -108,6 +108,27 @@ if [ "$what" = sweep ]; then
       --out "$OUT/logs/waves_$w.json" | grep -E "^check" | head -1
   done
   python3 bench/waves_table.py "$OUT"/logs/waves_*.json | tee "$OUT/logs/waves.md"
+fi
+
+if [ "$what" = shapes ] || [ "$what" = all ]; then
+  # N-d shapes: the shape test suites (host and GPU, memcheck and racecheck on the GPU one), the
+  # shapes benchmark and its PyTorch peers in the same run.
+  step "build shape tests + bench"
+  cmake --build build-gpu -j"$jobs" --target cufuse_gpu_tests cufuse_host_tests cufuse_bench_shapes \
+    >"$OUT/logs/build-shapes.log" 2>&1 || { tail -30 "$OUT/logs/build-shapes.log"; exit 1; }
+  step "shape tests"
+  build-gpu/test/cufuse_host_tests "[shapes]" 2>&1 | tail -3 | tee "$OUT/logs/shapes_host.log"
+  build-gpu/test/cufuse_gpu_tests "[shapes],[gpu]" 2>&1 | tail -12 | tee "$OUT/logs/shapes_gpu.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  step "shapes benchmark (C++)"
+  build-gpu/bench/cufuse_bench_shapes --out "$OUT/logs/shapes_cufuse.json" 2>&1 | tee "$OUT/logs/shapes_bench.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  if [ -z "${NO_TORCH:-}" ]; then
+    step "PyTorch eager + torch.compile (shapes)"
+    PYTHONUNBUFFERED=1 timeout 300 python3 bench/torch_shapes.py --out "$OUT/logs/shapes_torch.json" \
+      >"$OUT/logs/shapes_torch.log" 2>&1 || { echo "torch shapes bench failed:"; tail -5 "$OUT/logs/shapes_torch.log"; }
+  fi
+  python3 bench/shapes_report.py "$OUT/logs/shapes_cufuse.json" "$OUT/logs/shapes_torch.json" "$OUT/shapes"
 fi
 
 if [ "$what" = bench ] || [ "$what" = all ]; then

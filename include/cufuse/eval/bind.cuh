@@ -18,13 +18,15 @@ inline constexpr int tile_rows = 8;
 
 /// Row pitch (in elements) of a staged tile of `elem`-byte elements: padded so that reading a
 /// column touches 32 different banks.
-constexpr int tile_pitch_of(int elem) { return elem >= 4 ? tile_dim + 1 : tile_dim + 4 / elem; }
+CUFUSE_HOST_DEVICE constexpr int tile_pitch_of(int elem) {
+  return elem >= 4 ? tile_dim + 1 : tile_dim + 4 / elem;
+}
 /// Bytes of shared memory one staged tile takes (16-byte multiples, so the next is aligned).
-constexpr int tile_bytes_of(int elem) {
+CUFUSE_HOST_DEVICE constexpr int tile_bytes_of(int elem) {
   return (tile_dim * tile_pitch_of(elem) * elem + 15) / 16 * 16;
 }
 template <class T>
-constexpr int tile_pitch() {
+CUFUSE_HOST_DEVICE constexpr int tile_pitch() {
   return tile_pitch_of(int(sizeof(T)));
 }
 

@@ -184,7 +184,7 @@ eval_plan<R, L> make_plan(const operand_info<R>& dst, const extents<R>& shape,
       if (s == 0 || s == 1) {
         continue;
       }
-      for (int a = pl.first; a < in; ++a) {
+      for (int a = 0; a < in; ++a) { // dimensions before `first` have extent 1: skipped
         if (pl.leaves.str[l][a] == 1 && pl.ext[a] >= min_tile_extent) {
           pl.tile_a = a;
           break;

@@ -1,0 +1,62 @@
+"""Merges bench/shapes_bench.cu's and bench/torch_shapes.py's JSON into one table (markdown),
+one JSON and a bar plot of GB/s relative to the copy of the same run.
+Usage: shapes_report.py cufuse.json torch.json out_prefix"""
+import json
+import sys
+
+
+def main():
+    cf, tf, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
+    c = json.load(open(cf))
+    try:
+        t = json.load(open(tf))
+    except (OSError, ValueError):
+        t = {"rows": []}
+    copy = c["copy_gbps"]
+    peers = {(r["workload"], r["dtype"], r["impl"]): r["gbps"] for r in t["rows"]}
+    lines = [f"Device: {c['device']}; device-to-device copy in the same run: {copy:.0f} GB/s "
+             f"(torch copy_: {t.get('copy_gbps', float('nan')):.0f} GB/s).", "",
+             "| workload | dtype | cufuse GB/s | / copy | torch eager GB/s | torch.compile GB/s "
+             "| / eager | / compile | check |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    merged = []
+    for r in c["rows"]:
+        e = peers.get((r["workload"], r["dtype"], "torch_eager"))
+        k = peers.get((r["workload"], r["dtype"], "torch_compile"))
+        fmt = lambda v: f"{v:.0f}" if v else "-"
+        ratio = lambda v: f"{r['gbps'] / v:.2f}" if v else "-"
+        lines.append(f"| `{r['workload']}` | {r['dtype']} | {r['gbps']:.0f} | {r['gbps'] / copy:.3f} "
+                     f"| {fmt(e)} | {fmt(k)} | {ratio(e)} | {ratio(k)} | {'ok' if not r['bad'] else 'WRONG'} |")
+        merged.append(dict(r, copy_ratio=r["gbps"] / copy, torch_eager_gbps=e, torch_compile_gbps=k))
+    h = c["host_us"]
+    lines += ["", f"Host cost per back-to-back call at [32, 32]: empty `<<<>>>` {h['empty_launch']:.2f} us, "
+              f"`y = relu(x + bias)` {h['broadcast']:.2f} us, `y = transpose(x)` {h['transpose']:.2f} us."]
+    open(prefix + ".md", "w").write("\n".join(lines) + "\n")
+    json.dump({"device": c["device"], "copy_gbps": copy, "host_us": h, "rows": merged},
+              open(prefix + ".json", "w"), indent=1)
+    print("\n".join(lines))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        labels = [f"{r['workload']}\n{r['dtype']}" for r in merged]
+        xs = range(len(merged))
+        fig, ax = plt.subplots(figsize=(12, 5))
+        w = 0.27
+        for i, (key, name) in enumerate((("gbps", "cufuse"), ("torch_eager_gbps", "torch eager"),
+                                         ("torch_compile_gbps", "torch.compile"))):
+            ax.bar([x + (i - 1) * w for x in xs], [(r[key] or 0) / copy for r in merged], w, label=name)
+        ax.axhline(1.0, color="k", lw=0.8, ls="--")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_ylabel("GB/s / device-to-device copy")
+        ax.set_title(f"N-d shapes, {c['device']} (copy {copy:.0f} GB/s)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(prefix + ".png", dpi=110)
+    except ImportError:
+        pass
+
+
+if __name__ == "__main__":
+    main()
