@@ -132,13 +132,25 @@ template <int R>
 struct tile_walk {
   using U = std::uint64_t;
   index_t ext[R];
-  int a;
-  int outer_dims;    // how many outer dimensions follow
-  int outer_dim[R];  // which, outermost first
-  fast_divmod<U> outer_div[R];
+  int a;                       // the tile's dimension besides the innermost
+  int first;                   // dimensions before it have extent 1
+  fast_divmod<U> div[R];       // div[d] for the outer dimensions d (not a, not R - 1)
   fast_divmod<U> tiles_b_div, tiles_a_div;
   index_t tiles;
 };
+
+/// Sets coordinate `d` (a run-time dimension) of p to v. Written as an unrolled loop of
+/// compile-time indices, so that the coordinates stay in registers (an array indexed at run time
+/// would live in local memory).
+template <int R, class I>
+CUFUSE_INLINE void set_coord(coords<R, I>& p, int d, I v) {
+  CUFUSE_UNROLL
+  for (int k = 0; k < R; ++k) {
+    if (k == d) {
+      p.c[k] = v;
+    }
+  }
+}
 
 /// dst = expr where some operands are contiguous along dimension `a` rather than the innermost:
 /// the block first copies their tile into shared memory reading along `a`, then evaluates the
@@ -149,21 +161,35 @@ __global__ void __launch_bounds__(tile_block_size)
   using T = typename Dst::value_type;
   using I = index_t;
   using U = std::uint64_t;
+  constexpr int steps = tile_dim / tile_rows;
   extern __shared__ __align__(16) unsigned char smem[];
   const int tx = int(threadIdx.x) % tile_dim, ty = int(threadIdx.x) / tile_dim;
-  const I ext_a = walk.ext[walk.a], ext_b = walk.ext[R - 1];
+  I ext_a = 1;
+  CUFUSE_UNROLL
+  for (int k = 0; k < R - 1; ++k) {
+    ext_a = k == walk.a ? static_cast<I>(walk.ext[k]) : ext_a;
+  }
+  const I ext_b = walk.ext[R - 1];
   for (I t = blockIdx.x; t < walk.tiles; t += gridDim.x) {
     U q, tb, ta;
     walk.tiles_b_div.divmod(static_cast<U>(t), q, tb);
     walk.tiles_a_div.divmod(q, q, ta);
+    // Outer coordinates, innermost outer dimension first; the outermost takes the quotient.
     coords<R, I> base{};
-    for (int s = walk.outer_dims - 1; s > 0; --s) {
-      U r;
-      walk.outer_div[s].divmod(q, q, r);
-      base.c[walk.outer_dim[s]] = static_cast<I>(r);
+    int outermost = -1;
+    CUFUSE_UNROLL
+    for (int k = 0; k < R - 1; ++k) {
+      outermost = (outermost < 0 && k >= walk.first && k != walk.a) ? k : outermost;
     }
-    if (walk.outer_dims > 0) {
-      base.c[walk.outer_dim[0]] = static_cast<I>(q);
+    CUFUSE_UNROLL
+    for (int k = R - 2; k >= 0; --k) {
+      if (k != walk.a && k > outermost) {
+        U r;
+        walk.div[k].divmod(q, q, r);
+        base.c[k] = static_cast<I>(r);
+      } else if (k == outermost) {
+        base.c[k] = static_cast<I>(q);
+      }
     }
     const I a0 = static_cast<I>(ta) * tile_dim, b0 = static_cast<I>(tb) * tile_dim;
 
@@ -175,18 +201,19 @@ __global__ void __launch_bounds__(tile_block_size)
         return;
       }
       V* tile = reinterpret_cast<V*>(smem + leaf.smem);
-      V v[tile_dim / tile_rows] = {};
+      V v[steps] = {};
+      coords<R, I> p = base;
+      set_coord(p, walk.a, a0 + tx);
+      const bool in_a = a0 + tx < ext_a;
       CUFUSE_UNROLL
-      for (int j = 0; j < tile_dim / tile_rows; ++j) {
-        coords<R, I> p = base;
-        p.c[walk.a] = a0 + tx;
+      for (int j = 0; j < steps; ++j) {
         p.c[R - 1] = b0 + ty + j * tile_rows;
-        if (p.c[walk.a] < ext_a && p.c[R - 1] < ext_b) {
+        if (in_a && p.c[R - 1] < ext_b) {
           v[j] = leaf.ptr[leaf.offset(p)];
         }
       }
       CUFUSE_UNROLL
-      for (int j = 0; j < tile_dim / tile_rows; ++j) {
+      for (int j = 0; j < steps; ++j) {
         tile[(ty + j * tile_rows) * tile_pitch<V>() + tx] = v[j];
       }
     };
@@ -194,13 +221,14 @@ __global__ void __launch_bounds__(tile_block_size)
     __syncthreads();
 
     // 2. Evaluate, writing along the innermost dimension.
+    tile_pos<R, I> tp{base, smem, 0, tx};
+    tp.p.c[R - 1] = b0 + tx;
+    const bool in_b = b0 + tx < ext_b;
     CUFUSE_UNROLL
-    for (int j = 0; j < tile_dim / tile_rows; ++j) {
-      const int la = ty + j * tile_rows;
-      tile_pos<R, I> tp{base, smem, la, tx};
-      tp.p.c[walk.a] = a0 + la;
-      tp.p.c[R - 1] = b0 + tx;
-      if (tp.p.c[walk.a] < ext_a && tp.p.c[R - 1] < ext_b) {
+    for (int j = 0; j < steps; ++j) {
+      tp.la = ty + j * tile_rows;
+      set_coord(tp.p, walk.a, a0 + tp.la);
+      if (in_b && a0 + tp.la < ext_a) {
         dst.store(tp.p, convert<T>(expr.eval_in(tp)));
       }
     }

@@ -130,14 +130,12 @@ void launch_evaluate_tile(const Dst& dst, const Expr& expr, const eval_plan<R, L
   using U = std::uint64_t;
   tile_walk<R> walk{};
   walk.a = pl.tile_a;
+  walk.first = pl.first;
+  index_t outer = 1;
   for (int d = 0; d < R; ++d) {
     walk.ext[d] = pl.ext[d];
-  }
-  index_t outer = 1;
-  for (int d = pl.first; d < R - 1; ++d) {
-    if (d != pl.tile_a) {
-      walk.outer_div[walk.outer_dims] = fast_divmod<U>(static_cast<U>(pl.ext[d]));
-      walk.outer_dim[walk.outer_dims++] = d;
+    if (d >= pl.first && d < R - 1 && d != pl.tile_a) {
+      walk.div[d] = fast_divmod<U>(static_cast<U>(pl.ext[d]));
       outer *= pl.ext[d];
     }
   }
