@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# ncu on the shapes benchmark's kernels: one launch per workload (after warm-up), speed of light,
+# occupancy and warp stalls. Run after `bash bench/run_gpu.sh shapes` built build-gpu.
+#   bash bench/profile_shapes.sh [launch-skip ...]      (default: the bf16 broadcasts, the tiles)
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT/logs"
+for skip in ${@:-68 102 136 170}; do
+  ncu --launch-skip "$skip" --launch-count 1 --kernel-name regex:evaluate \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    build-gpu/bench/cufuse_bench_shapes --out /dev/null 2>&1 |
+    grep -E "evaluate_|DRAM Throughput|Memory Throughput|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Block Size|Grid Size|Stall|cycles being stalled|Warp Cycles Per Issued" |
+    sed -E 's/\(cufuse::detail::[^)]*\)//g' | cut -c1-160
+done | tee "$OUT/logs/profile_shapes.log"
