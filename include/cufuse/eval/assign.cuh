@@ -98,7 +98,9 @@ void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
     launch_evaluate<vec, std::int32_t>(dst, expr, pl.n, stream);
     return;
   case eval_kind::tile:
-    launch_evaluate_tile(dst, expr, pl, stream);
+    if constexpr (R >= 2) { // the plan stages tiles only across two dimensions
+      launch_evaluate_tile(dst, expr, pl, stream);
+    }
     return;
   case eval_kind::nd:
     if (pl.vec == 1) {

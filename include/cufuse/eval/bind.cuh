@@ -13,8 +13,8 @@
 namespace cufuse::detail {
 
 /// Threads along a tile of the layout-changing kernel, and rows each step covers.
-inline constexpr int tile_dim = 32;
-inline constexpr int tile_rows = 8;
+inline constexpr int tile_dim = 64;
+inline constexpr int tile_rows = 4;
 
 /// Row pitch (in elements) of a staged tile of `elem`-byte elements: padded so that reading a
 /// column touches 32 different banks.

@@ -23,7 +23,7 @@ inline constexpr int tile_block_size = tile_dim * tile_rows;
 /// Measured (H200): fp32 GELU-dropout took 40 registers (75% occupancy) and ran 8% below a
 /// hand-written kernel; capping the 5-input quickstart kernel at 32 registers spilled.
 template <class Expr>
-inline constexpr int eval_min_blocks = Expr::leaf_count <= 2 ? 8 : 1;
+inline constexpr int eval_min_blocks = Expr::leaf_count <= 3 ? 8 : 1;
 
 /// dst[i] = expr[i] for i in [0, n). V > 1: 16-byte vectorized loads and stores of V elements
 /// per step (every pointer 16-byte aligned), a scalar tail; V == 1: one element per step.
