@@ -44,6 +44,7 @@ if [ "$what" = sanitize ] || [ "$what" = all ]; then
   echo "memcheck exit $rc"; tail -4 "$OUT/logs/memcheck.log"
   [ $rc = 0 ] || status=1
   fi
+  if [ -z "${SANITIZE_SKIP_GEMM:-}" ]; then
   step "compute-sanitizer memcheck (GEMM: every variant on 3 shapes, API, batches, tuner)"
   CUFUSE_GEMM_QUICK=1 timeout ${MEMCHECK_TIMEOUT:-300} compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
     build-gpu/test/cufuse_gemm_gpu_tests "[gemm]~[large]~[online]" >"$OUT/logs/memcheck_gemm.log" 2>&1
@@ -56,10 +57,11 @@ if [ "$what" = sanitize ] || [ "$what" = all ]; then
   rc=$?
   echo "racecheck (gemm) exit $rc"; tail -3 "$OUT/logs/racecheck_gemm.log"
   [ $rc = 0 ] || status=1
+  fi
   if [ "${SANITIZE_ONLY:-}" != gemm ]; then
-  step "compute-sanitizer racecheck (device-only cases)"
-  timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    build-gpu/test/cufuse_gpu_tests "[gpu]~[large]" >"$OUT/logs/racecheck.log" 2>&1
+  step "compute-sanitizer racecheck (device-only and shape cases: the shared-memory tiles)"
+  timeout 240 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    build-gpu/test/cufuse_gpu_tests "[gpu]~[large],[shapes]" >"$OUT/logs/racecheck.log" 2>&1
   rc=$?
   echo "racecheck exit $rc"; tail -3 "$OUT/logs/racecheck.log"
   [ $rc = 0 ] || status=1

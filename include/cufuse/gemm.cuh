@@ -92,12 +92,16 @@ matrix_ref<T> as_matrix(const tensor_view<T, Rank, device_space>& v) {
   const auto& st = v.strides();
   const index_t batch = Rank == 3 ? s[0] : 1;
   const index_t batch_stride = Rank == 3 && s[0] > 1 ? st[0] : 0;
+  // The leading dimension: the stride between rows where there are several non-empty rows;
+  // otherwise any value >= the row length works (an empty or one-row matrix has no real one).
+  auto ld_of = [](index_t rows, index_t cols, index_t row_stride) {
+    return rows > 1 && cols > 0 ? row_stride : (cols > 0 ? cols : 1);
+  };
   matrix_ref<T> m{v.data(), s[r], s[c], 0, false, batch, batch_stride};
-  if (st[c] == 1 || s[c] == 1) {
-    m.ld = s[r] > 1 ? st[r] : (s[c] > 0 ? s[c] : 1);
-  } else if (st[r] == 1 || s[r] == 1) {
-    m = {v.data(), s[c], s[r], s[c] > 1 ? st[c] : (s[r] > 0 ? s[r] : 1), true, batch,
-         batch_stride};
+  if (st[c] == 1 || s[c] <= 1) {
+    m.ld = ld_of(s[r], s[c], st[r]);
+  } else if (st[r] == 1 || s[r] <= 1) {
+    m = {v.data(), s[c], s[r], ld_of(s[c], s[r], st[c]), true, batch, batch_stride};
   } else {
     throw shape_error("cufuse::gemm: an operand of shape " + s.to_string() + " with strides " +
                       st.to_string() +
