@@ -85,6 +85,16 @@ void evaluate_host(const BD& dst, const BE& expr, const eval_plan<R, L>& pl) {
   }
 }
 
+/// Host loop of the flat case: a linear index.
+template <class D, class E, int R, int L>
+void evaluate_flat_host(const D& d, const E& e, const eval_plan<R, L>& pl) {
+  using T = typename D::value_type;
+  const auto be = bind<0>(e, pl.leaves);
+  for (index_t i = 0; i < pl.n; ++i) {
+    d.ptr[i] = convert<T>(be.eval_in(flat_index<index_t>{i}));
+  }
+}
+
 /// Runs the plan's kernel.
 template <int R, int L, class BD, class BE>
 void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
@@ -135,11 +145,53 @@ void evaluate_planned(const D& d, const E& e, const eval_plan<R, L>& pl, cudaStr
   }
 }
 
+/// The common case, checked without building a plan: the destination and every operand are
+/// row-major with the destination's shape, 16-byte aligned, and each operand is either the
+/// destination itself or disjoint from it. Then the flat kernel runs as it is.
+template <class D, class E>
+bool is_flat_case(const D& d, const E& e) {
+  constexpr index_t int32_limit = index_t(1) << 30;
+  const index_t n = d.size();
+  const auto lo = reinterpret_cast<std::uintptr_t>(d.ptr);
+  const auto hi = lo + std::uintptr_t(n) * sizeof(typename D::value_type);
+  bool ok = n < int32_limit && lo % 16 == 0 && is_row_major(d.shp, d.str);
+  auto visit = [&](const auto& l) {
+    using L = std::remove_cvref_t<decltype(l)>;
+    if constexpr (L::rank != D::rank) {
+      ok = false;
+    } else {
+      const auto p = reinterpret_cast<std::uintptr_t>(l.ptr);
+      const auto q = p + std::uintptr_t(n) * sizeof(typename L::value_type);
+      const bool same = p == lo && sizeof(typename L::value_type) == sizeof(typename D::value_type);
+      ok = ok && p % 16 == 0 && l.shp == d.shp && is_row_major(l.shp, l.str) &&
+           (same || q <= lo || p >= hi);
+    }
+  };
+  for_each_leaf(e, visit);
+  return ok;
+}
+
 /// dst = e, with the expression's shape already checked against the destination's.
 template <class D, class E>
 void evaluate(const D& d, const E& e, cudaStream_t stream) {
   constexpr int R = D::rank > 0 ? D::rank : 1;
   constexpr bool on_device = std::is_same_v<typename D::space, device_space>;
+  if constexpr (D::rank > 0) {
+    if (is_flat_case(d, e)) {
+      eval_plan<R, E::leaf_count> pl{}; // only the flat kernel's fields are read
+      pl.kind = eval_kind::flat;
+      pl.n = d.size();
+      for (int l = 0; l < E::leaf_count; ++l) {
+        pl.leaves.smem[l] = -1;
+      }
+      if constexpr (on_device) {
+        evaluate_planned(d, e, pl, stream);
+      } else {
+        evaluate_flat_host(d, e, pl);
+      }
+      return;
+    }
+  }
   extents<R> shape = ones<R>();
   for (int i = 0; i < D::rank; ++i) {
     shape[i] = d.shp[i];
