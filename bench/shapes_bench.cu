@@ -111,8 +111,7 @@ void broadcasts(const char* dtype, index_t m, index_t n, std::vector<row>& rows)
   {
     Y = cufuse::relu(X + bias);
     const int bad = check(
-        Y, [&](std::size_t i) { return std::max(0.0, double(x[i]) + b[i % n]); }, rng,
-        tol_of<T>());
+        Y, [&](std::size_t i) { return std::max(0.0, double(x[i]) + b[i % n]); }, rng, tol_of<T>());
     const double ms = tm.median_ms([&] { Y = cufuse::relu(X + bias); });
     rows.push_back({"relu(X + bias)", dtype, ms, (2.0 * m * n + n) * es / (ms * 1e-3) / 1e9, bad});
   }
@@ -139,8 +138,8 @@ void layouts(const char* dtype, std::vector<row>& rows) {
     const int bad = check(
         Y, [&](std::size_t i) { return double(x[(i % m) * n + i / m]); }, rng, 0.0);
     const double ms = tm.median_ms([&] { Y = cufuse::transpose(X); });
-    rows.push_back({"transpose(X) [8192, 8192]", dtype, ms, 2.0 * m * n * es / (ms * 1e-3) / 1e9,
-                    bad});
+    rows.push_back(
+        {"transpose(X) [8192, 8192]", dtype, ms, 2.0 * m * n * es / (ms * 1e-3) / 1e9, bad});
     cufuse::tensor<T, 2> S({m, n / 2});
     S = cufuse::slice(X, cufuse::all, cufuse::range(0, n, 2)) * 2;
     const int bad2 = check(
@@ -211,8 +210,8 @@ int main(int argc, char** argv) {
     BENCH_CHECK(cudaMalloc(&b, bytes));
     BENCH_CHECK(cudaMemset(a, 1, bytes));
     timer tm;
-    const double ms = tm.median_ms(
-        [&] { BENCH_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+    const double ms =
+        tm.median_ms([&] { BENCH_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
     copy_gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
     BENCH_CHECK(cudaFree(a));
     BENCH_CHECK(cudaFree(b));

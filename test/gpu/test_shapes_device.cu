@@ -135,8 +135,7 @@ TEST_CASE("a user kernel reads a broadcast expression by multi-index and linear 
   CHECK(bad == 0);
 }
 
-TEST_CASE("more than 2^31 elements through a broadcast: the 64-bit N-d path",
-          "[gpu][large]") {
+TEST_CASE("more than 2^31 elements through a broadcast: the 64-bit N-d path", "[gpu][large]") {
   const index_t rows = index_t(1) << 16, cols = (index_t(1) << 15) + 3; // 2^31 + 3 * 2^16
   std::vector<std::uint8_t> a(rows), b(cols);
   for (index_t i = 0; i < rows; ++i) {

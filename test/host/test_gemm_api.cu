@@ -54,8 +54,7 @@ TEST_CASE("gemm: M or N = 0 does nothing (no launch, no device needed)", "[gemm_
   CHECK_NOTHROW(cufuse::gemm(in(0, 0), in(0, 0), out(0, 0)));
 }
 
-TEST_CASE("gemm: views are read through their strides (transpose, slices, empty)",
-          "[gemm_api]") {
+TEST_CASE("gemm: views are read through their strides (transpose, slices, empty)", "[gemm_api]") {
   using view = cufuse::tensor_view<float, 2>;
   float* p = fake_out;
   const view a(p, {6, 4}, cufuse::strides<2>{{4, 1}}, view::trusted{});
@@ -76,9 +75,9 @@ TEST_CASE("gemm: views are read through their strides (transpose, slices, empty)
   CHECK(cufuse::as_matrix(view(p, {37, 0}, cufuse::strides<2>{{0, 1}}, view::trusted{})).ld >= 1);
   CHECK(cufuse::as_matrix(view(p, {1, 5}, cufuse::strides<2>{{0, 1}}, view::trusted{})).ld == 5);
   // no unit stride in the last two dimensions: refused, naming shape and strides
-  CHECK_THROWS_WITH(cufuse::as_matrix(cufuse::slice(wide, cufuse::range(0, 8, 2),
-                                                    cufuse::range(0, 10, 2))),
-                    Catch::Contains("[4, 5]") && Catch::Contains("(20, 2)"));
+  CHECK_THROWS_WITH(
+      cufuse::as_matrix(cufuse::slice(wide, cufuse::range(0, 8, 2), cufuse::range(0, 10, 2))),
+      Catch::Contains("[4, 5]") && Catch::Contains("(20, 2)"));
   // a shape mismatch through transposed views names every shape
   const view c(p, {4, 5}, cufuse::strides<2>{{5, 1}}, view::trusted{});
   CHECK_THROWS_WITH(cufuse::gemm(cufuse::transpose(a), a, c),

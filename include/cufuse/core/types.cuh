@@ -164,10 +164,10 @@ struct unweak<zero_dim<T>> {
 
 /// Normalised weak form of a C++ scalar type: weak<double>, weak<int64_t> or weak<bool>.
 template <class S>
-using weak_of = weak<std::conditional_t<
-    std::same_as<S, bool>, bool,
-    std::conditional_t<std::is_floating_point_v<S> || is_reduced_float_v<S>, double,
-                       std::int64_t>>>;
+using weak_of =
+    weak<std::conditional_t<std::same_as<S, bool>, bool,
+                            std::conditional_t<std::is_floating_point_v<S> || is_reduced_float_v<S>,
+                                               double, std::int64_t>>>;
 
 template <class A, class B>
 struct promote_strong2;
@@ -247,10 +247,10 @@ struct wrapped_tier<weak<T>> {
 /// category.
 template <class Higher, class Lower>
 struct combine_tiers {
-  using type = std::conditional_t<
-      is_floating_v<Higher>, Higher,
-      std::conditional_t<(std::same_as<Higher, bool> || is_floating_v<Lower>),
-                         typename promote_strong2<Higher, Lower>::type, Higher>>;
+  using type =
+      std::conditional_t<is_floating_v<Higher>, Higher,
+                         std::conditional_t<(std::same_as<Higher, bool> || is_floating_v<Lower>),
+                                            typename promote_strong2<Higher, Lower>::type, Higher>>;
 };
 template <class Lower>
 struct combine_tiers<void, Lower> {

@@ -99,8 +99,8 @@ void evaluate_flat_host(const D& d, const E& e, const eval_plan<R, L>& pl) {
 template <int R, int L, class BD, class BE>
 void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
                      cudaStream_t stream) {
-  constexpr int min_size = BE::min_element_size < BD::min_element_size ? BE::min_element_size
-                                                                       : BD::min_element_size;
+  constexpr int min_size =
+      BE::min_element_size < BD::min_element_size ? BE::min_element_size : BD::min_element_size;
   constexpr int vec = 16 / min_size;
   static_assert(vec > 1, "cufuse: internal: elements wider than 8 bytes");
   switch (pl.kind) {
@@ -207,9 +207,9 @@ void evaluate(const D& d, const E& e, cudaStream_t stream) {
   using T = typename D::value_type;
   tensor<T, D::rank, typename D::space> scratch(d.shp, stream);
   const auto s = scratch.mutable_node();
-  evaluate_planned(s, e, make_plan<R, E::leaf_count>(destination_info<R>(s), shape,
-                                                      operands_of<R>(e), vec_width_of<D, E>(),
-                                                      on_device),
+  evaluate_planned(s, e,
+                   make_plan<R, E::leaf_count>(destination_info<R>(s), shape, operands_of<R>(e),
+                                               vec_width_of<D, E>(), on_device),
                    stream);
   const auto copy = scratch.node();
   evaluate_planned(d, copy,

@@ -212,7 +212,8 @@ constexpr int first_leaf_of(std::size_t i) {
 template <int First, int R, int L, class Op, class... Args, std::size_t... Is>
 auto bind_map(const map_node<Op, Args...>& m, const bound_layout<R, L>& lay,
               std::index_sequence<Is...>) {
-  using bound = map_node<Op, decltype(bind<first_leaf_of<First, Args...>(Is)>(get<Is>(m.args), lay))...>;
+  using bound =
+      map_node<Op, decltype(bind<first_leaf_of<First, Args...>(Is)>(get<Is>(m.args), lay))...>;
   return bound{m.op, make_pack(bind<first_leaf_of<First, Args...>(Is)>(get<Is>(m.args), lay)...)};
 }
 
@@ -232,6 +233,7 @@ auto bind(const N& n, const bound_layout<R, L>& lay) {
 
 /// The bound tree's type.
 template <class N, int R, int L>
-using bound_t = decltype(bind<0>(std::declval<const N&>(), std::declval<const bound_layout<R, L>&>()));
+using bound_t =
+    decltype(bind<0>(std::declval<const N&>(), std::declval<const bound_layout<R, L>&>()));
 
 } // namespace cufuse::detail

@@ -65,9 +65,9 @@ struct nd_walk {
   I ext[R];
   fast_divmod<U> div[R]; // div[d] for first < d < R - 1
   fast_divmod<U> row_vecs;
-  I vecs_per_row;        // ext[R - 1] / V
-  I work;                // rows x vecs_per_row
-  I tail;                // elements after the last vector (single-row walks only)
+  I vecs_per_row; // ext[R - 1] / V
+  I work;         // rows x vecs_per_row
+  I tail;         // elements after the last vector (single-row walks only)
   int first;
 };
 
@@ -132,9 +132,9 @@ template <int R>
 struct tile_walk {
   using U = std::uint64_t;
   index_t ext[R];
-  int a;                       // the tile's dimension besides the innermost
-  int first;                   // dimensions before it have extent 1
-  fast_divmod<U> div[R];       // div[d] for the outer dimensions d (not a, not R - 1)
+  int a;                 // the tile's dimension besides the innermost
+  int first;             // dimensions before it have extent 1
+  fast_divmod<U> div[R]; // div[d] for the outer dimensions d (not a, not R - 1)
   fast_divmod<U> tiles_b_div, tiles_a_div;
   index_t tiles;
 };

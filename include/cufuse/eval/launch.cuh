@@ -95,8 +95,7 @@ void launch_evaluate(const Dst& dst, const Expr& expr, std::int64_t n, cudaStrea
   constexpr auto kernel = &evaluate_kernel<V, I, Dst, Expr>;
   const unsigned grid = grid_for<kernel>(V == 1 ? n : n / V);
   kernel<<<grid, eval_block_size, 0, stream>>>(dst, expr, static_cast<I>(n));
-  check_launch<typename Dst::value_type>("evaluate_kernel<<<>>>", n, grid, eval_block_size,
-                                         stream);
+  check_launch<typename Dst::value_type>("evaluate_kernel<<<>>>", n, grid, eval_block_size, stream);
 }
 
 /// Launches evaluate_nd_kernel<V, I> over the plan's walk.
@@ -119,8 +118,8 @@ void launch_evaluate_nd(const Dst& dst, const Expr& expr, const eval_plan<R, L>&
   constexpr auto kernel = &evaluate_nd_kernel<V, I, R, Dst, Expr>;
   const unsigned grid = grid_for<kernel>(walk.work > walk.tail ? walk.work : walk.tail);
   kernel<<<grid, eval_block_size, 0, stream>>>(dst, expr, walk);
-  check_launch<typename Dst::value_type>("evaluate_nd_kernel<<<>>>", pl.n, grid,
-                                         eval_block_size, stream);
+  check_launch<typename Dst::value_type>("evaluate_nd_kernel<<<>>>", pl.n, grid, eval_block_size,
+                                         stream);
 }
 
 /// Launches evaluate_tile_kernel over the plan's tiles.
@@ -145,10 +144,10 @@ void launch_evaluate_tile(const Dst& dst, const Expr& expr, const eval_plan<R, L
   walk.tiles_b_div = fast_divmod<U>(static_cast<U>(tiles_b));
   walk.tiles = outer * tiles_a * tiles_b;
   const std::int64_t grid = walk.tiles < max_grid_blocks ? walk.tiles : max_grid_blocks;
-  evaluate_tile_kernel<R><<<unsigned(grid), tile_block_size, pl.smem_bytes, stream>>>(dst, expr,
-                                                                                       walk);
-  check_launch<typename Dst::value_type>("evaluate_tile_kernel<<<>>>", pl.n, grid,
-                                         tile_block_size, stream);
+  evaluate_tile_kernel<R>
+      <<<unsigned(grid), tile_block_size, pl.smem_bytes, stream>>>(dst, expr, walk);
+  check_launch<typename Dst::value_type>("evaluate_tile_kernel<<<>>>", pl.n, grid, tile_block_size,
+                                         stream);
 }
 
 } // namespace cufuse::detail

@@ -40,11 +40,11 @@ struct eval_plan {
   bool wide = false;      ///< some index or offset needs 64 bits
   bool temporary = false; ///< the destination overlaps an operand read at other elements
   index_t n = 0;
-  int first = R - 1;      ///< dimensions before `first` have extent 1 (collapsed away)
-  int tile_a = -1;        ///< layout-changing kernel: the tile's other dimension
-  int smem_bytes = 0;     ///< layout-changing kernel: staged tiles
-  extents<R> ext;         ///< the walk's extents (reordered, collapsed, right-aligned)
-  strides<R> dst;         ///< the destination's strides over them
+  int first = R - 1;  ///< dimensions before `first` have extent 1 (collapsed away)
+  int tile_a = -1;    ///< layout-changing kernel: the tile's other dimension
+  int smem_bytes = 0; ///< layout-changing kernel: staged tiles
+  extents<R> ext;     ///< the walk's extents (reordered, collapsed, right-aligned)
+  strides<R> dst;     ///< the destination's strides over them
   bound_layout<R, L> leaves;
 };
 

@@ -101,11 +101,9 @@ struct map_node {
   static_assert(element_type<value_type>,
                 "cufuse: this operation's result type is not a cufuse element type");
   /// Dimensioned when any child is; else zero-dimensional (PyTorch's promotion tiers).
-  using promo_type =
-      std::conditional_t<((!is_weak_v<typename Args::promo_type> &&
-                           !is_zero_dim_v<typename Args::promo_type>) ||
-                          ...),
-                         value_type, zero_dim<value_type>>;
+  using promo_type = std::conditional_t<
+      ((!is_weak_v<typename Args::promo_type> && !is_zero_dim_v<typename Args::promo_type>) || ...),
+      value_type, zero_dim<value_type>>;
   using compute_type = opmath_t<value_type>;
   static constexpr bool is_cufuse_node = true;
   /// Memory reads per element (a tensor used twice counts twice).

@@ -97,7 +97,8 @@ public:
   /// A non-owning view of the whole tensor.
   tensor_view<T, Rank, Space> view() {
     check_live("view");
-    return {data_, shape_, row_major_strides(shape_), typename tensor_view<T, Rank, Space>::trusted{}};
+    return {data_, shape_, row_major_strides(shape_),
+            typename tensor_view<T, Rank, Space>::trusted{}};
   }
   tensor_view<const T, Rank, Space> view() const {
     check_live("view");

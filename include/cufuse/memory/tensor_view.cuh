@@ -105,11 +105,11 @@ public:
   /// Wraps contiguous row-major `data`. A device view checks once, here, that the pointer is
   /// memory the GPU can read (device, managed or pinned host memory): a view of ordinary host
   /// memory would otherwise fault inside the kernel.
-  tensor_view(T* data, extents<Rank> shape)
-      : tensor_view(data, shape, row_major_strides(shape)) {}
+  tensor_view(T* data, extents<Rank> shape) : tensor_view(data, shape, row_major_strides(shape)) {}
   /// Wraps `data` with explicit strides in elements (non-negative; 0 repeats a dimension, which
   /// makes the view read-only in practice: assigning to it throws).
-  tensor_view(T* data, extents<Rank> shape, strides<Rank> st) : ptr_(data), shape_(shape), str_(st) {
+  tensor_view(T* data, extents<Rank> shape, strides<Rank> st)
+      : ptr_(data), shape_(shape), str_(st) {
     for (int d = 0; d < Rank; ++d) {
       if (st[d] < 0) {
         throw shape_error("cufuse: negative stride in view of shape " + shape.to_string() +
@@ -145,7 +145,7 @@ public:
   }
   /// Elementwise copy (not a rebinding of the handle).
   const tensor_view& operator=(const tensor_view& src) const {
-    return this->operator= <tensor_view>(src);
+    return this->operator=<tensor_view>(src);
   }
 
   /// Sets every element to `value` (converted to the element type).
