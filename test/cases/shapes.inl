@@ -126,8 +126,7 @@ TEST_CASE("broadcasting: [m,n] + [n], * [m,1], rank differences, every dtype", "
       auto row = random_tensor<T, 2>({index_t(1), n});
       poison(Y);
       Y = row.t - col.t;
-      expect_all("[1,n] - [m,1]", Y,
-                 [&](const idx_t<2>& c) { return row.v[c[1]] - col.v[c[0]]; });
+      expect_all("[1,n] - [m,1]", Y, [&](const idx_t<2>& c) { return row.v[c[1]] - col.v[c[0]]; });
     }
   });
 }
@@ -261,9 +260,8 @@ TEST_CASE("slices: steps, negative indices, empty ranges, slices of slices", "[s
   cufuse::tensor<float, 2, space> S(s.shape());
   poison(S);
   S = s * 2;
-  expect_all("strided slice * 2", S, [&](const idx_t<2>& c) {
-    return X.v[(1 + 2 * c[0]) * n + (3 + 3 * c[1])] * 2;
-  });
+  expect_all("strided slice * 2", S,
+             [&](const idx_t<2>& c) { return X.v[(1 + 2 * c[0]) * n + (3 + 3 * c[1])] * 2; });
   // an integer index drops the dimension; negative counts from the end
   auto r = cufuse::slice(X.t, -2, range(1, n));
   STATIC_REQUIRE(decltype(r)::rank == 1);
@@ -281,9 +279,9 @@ TEST_CASE("slices: steps, negative indices, empty ranges, slices of slices", "[s
   CHECK(cufuse::slice(X.t, range(5, 2), all).size() == 0);
   CHECK_NOTHROW(e = 1.0f);
   // out-of-range bounds name the dimension, the bound and the extent
-  CHECK_THROWS_WITH(cufuse::slice(X.t, all, range(0, 14)),
-                    Catch::Contains("range end 14") && Catch::Contains("dimension 1") &&
-                        Catch::Contains("extent 13"));
+  CHECK_THROWS_WITH(cufuse::slice(X.t, all, range(0, 14)), Catch::Contains("range end 14") &&
+                                                               Catch::Contains("dimension 1") &&
+                                                               Catch::Contains("extent 13"));
   CHECK_THROWS_WITH(cufuse::slice(X.t, 9), Catch::Contains("index 9") &&
                                                Catch::Contains("dimension 0") &&
                                                Catch::Contains("extent 9"));
@@ -321,9 +319,8 @@ TEST_CASE("transpose and permute of rank 2 to 5, as operands and destinations", 
     expect_all("transpose", T, [&](const idx_t<2>& c) { return X.v[c[1] * n + c[0]]; });
     poison(T);
     cufuse::transpose(T) = X.t * 2; // a transposed destination
-    expect_all("transposed destination", T, [&](const idx_t<2>& c) {
-      return X.v[c[1] * n + c[0]] * 2;
-    });
+    expect_all("transposed destination", T,
+               [&](const idx_t<2>& c) { return X.v[c[1] * n + c[0]] * 2; });
   }
   // rank 3: permute + a contiguous operand, bf16
   {
@@ -339,9 +336,8 @@ TEST_CASE("transpose and permute of rank 2 to 5, as operands and destinations", 
     cufuse::tensor<__nv_bfloat16, 3, space> W({c, a, b});
     poison(W);
     W = cufuse::permute(P.t, {2, 0, 1});
-    expect_all("permute {2,0,1}", W, [&](const idx_t<3>& i) {
-      return P.v[(i[1] * b + i[2]) * c + i[0]];
-    });
+    expect_all("permute {2,0,1}", W,
+               [&](const idx_t<3>& i) { return P.v[(i[1] * b + i[2]) * c + i[0]]; });
   }
   // ranks 4 and 5: every dimension moves; transpose(x, d0, d1) of two inner ones
   {
@@ -415,16 +411,14 @@ TEST_CASE("aliasing: a destination read at other elements goes through a tempora
   for (index_t n : {index_t(2), index_t(33), index_t(100)}) {
     auto S = random_tensor<float, 2>({n, n});
     S.t = cufuse::transpose(S.t) * 2 + S.t; // in-place transpose, and same-index reads
-    expect_all("S = S^T * 2 + S", S.t, [&](const idx_t<2>& c) {
-      return S.v[c[1] * n + c[0]] * 2 + S.v[c[0] * n + c[1]];
-    });
+    expect_all("S = S^T * 2 + S", S.t,
+               [&](const idx_t<2>& c) { return S.v[c[1] * n + c[0]] * 2 + S.v[c[0] * n + c[1]]; });
   }
   // overlapping slices of a 1-D tensor, both directions
   auto V = random_tensor<std::int32_t, 1>(cufuse::extents<1>(100), -1000, 1000);
   cufuse::slice(V.t, range(0, 90)) = cufuse::slice(V.t, range(10, 100)) * 2;
-  expect_all("V[:90] = V[10:] * 2", V.t, [&](const idx_t<1>& c) {
-    return c[0] < 90 ? V.v[c[0] + 10] * 2 : V.v[c[0]];
-  });
+  expect_all("V[:90] = V[10:] * 2", V.t,
+             [&](const idx_t<1>& c) { return c[0] < 90 ? V.v[c[0] + 10] * 2 : V.v[c[0]]; });
   // a repeated row read while every row is written
   auto W = random_tensor<float, 2>({5, 7});
   W.t = W.t - cufuse::slice(W.t, range(2, 3), all);
@@ -485,4 +479,41 @@ TEST_CASE("views of views, host and device memory, and user-made strided views",
   T = t;
   expect_all("view of a view of a user view", T,
              [](const idx_t<2>& c) { return 1.0 + (1 + c[1]) * 10 + c[0] * 2; });
+}
+
+TEST_CASE("layout changes of 1- and 2-byte elements, mixed operand sizes, misaligned views",
+          "[shapes][views]") {
+  // even extents: the tiled kernel moves 4 bytes per thread and access on the GPU
+  {
+    const index_t a = 2, b = 130, c = 96;
+    auto P = random_tensor<__nv_bfloat16, 3>({a, b, c});
+    auto Z = random_tensor<float, 3>({a, c, b}); // a wider operand read along the innermost
+    auto s = random_tensor<__nv_bfloat16, 1>(cufuse::extents<1>(b));
+    cufuse::tensor<__nv_bfloat16, 3, space> Y({a, c, b});
+    poison(Y);
+    Y = cufuse::permute(P.t, {0, 2, 1}) * s.t + Z.t;
+    expect_all("permute(P) * s + Z (bf16, float)", Y, [&](const idx_t<3>& i) {
+      return P.v[(i[0] * b + i[2]) * c + i[1]] * s.v[i[2]] + Z.v[(i[0] * c + i[1]) * b + i[2]];
+    });
+  }
+  for (index_t n : {index_t(64), index_t(100), index_t(102)}) {
+    auto U = random_tensor<std::uint8_t, 2>({index_t(40), n}, 0, 200);
+    cufuse::tensor<std::uint8_t, 2, space> T({n, index_t(40)});
+    poison(T);
+    T = cufuse::transpose(U.t) + std::uint8_t(1);
+    expect_all("uint8 transpose", T, [&](const idx_t<2>& i) { return U.v[i[1] * n + i[0]] + 1; });
+    auto H = random_tensor<__half, 2>({index_t(66), n});
+    cufuse::tensor<__half, 2, space> HT({n, index_t(66)});
+    poison(HT);
+    HT = cufuse::transpose(H.t);
+    expect_all("half transpose", HT, [&](const idx_t<2>& i) { return H.v[i[1] * n + i[0]]; });
+  }
+  // a view one element in: the vector accesses would be misaligned, so the scalar tiles run
+  auto big = random_tensor<__nv_bfloat16, 1>(cufuse::extents<1>(64 * 64 + 1));
+  auto src = cufuse::reshape(cufuse::slice(big.t, cufuse::range(1, 64 * 64 + 1)), {64, 64});
+  cufuse::tensor<__nv_bfloat16, 2, space> D({64, 64});
+  poison(D);
+  D = cufuse::transpose(src);
+  expect_all("misaligned bf16 transpose", D,
+             [&](const idx_t<2>& i) { return big.v[1 + i[1] * 64 + i[0]]; });
 }

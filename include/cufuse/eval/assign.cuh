@@ -109,7 +109,14 @@ void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
     return;
   case eval_kind::tile:
     if constexpr (R >= 2) { // the plan stages tiles only across two dimensions
-      launch_evaluate_tile(dst, expr, pl, stream);
+      constexpr int tile_vec = vec >= 8 ? vec / 4 : 1; // 4-byte accesses of the smallest element
+      if constexpr (tile_vec > 1) {
+        if (pl.vec > 1) {
+          launch_evaluate_tile<tile_vec>(dst, expr, pl, stream);
+          return;
+        }
+      }
+      launch_evaluate_tile<1>(dst, expr, pl, stream);
     }
     return;
   case eval_kind::nd:

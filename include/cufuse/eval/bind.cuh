@@ -104,6 +104,22 @@ struct bound_leaf {
     return convert<compute_type>(ptr[offset(t.p)]);
   }
 
+  /// V lanes along the innermost dimension in the layout-changing kernel: from the staged tile
+  /// (rows lb .. lb + V - 1 of column la), or as in the N-d kernel.
+  template <int V, class I>
+  CUFUSE_INLINE lane_regs<value_type, V> fetch_in(const tile_pos<R, I>& t) const {
+    if (smem >= 0) {
+      const auto* tile = reinterpret_cast<const value_type*>(t.smem + smem);
+      lane_regs<value_type, V> r;
+      CUFUSE_UNROLL
+      for (int k = 0; k < V; ++k) {
+        r.v[k] = tile[(t.lb + k) * tile_pitch<value_type>() + t.la];
+      }
+      return r;
+    }
+    return fetch_in<V>(t.p);
+  }
+
   // -- stores (the destination)
   template <class Pos>
   CUFUSE_INLINE void store(const Pos& p, value_type v) const {
@@ -121,24 +137,24 @@ struct bound_leaf {
     } else {
       at = ptr + offset(p);
     }
-    constexpr int chunks = int(V * sizeof(value_type) / 16);
-    uint4* dst = reinterpret_cast<uint4*>(at);
-    const uint4* src = reinterpret_cast<const uint4*>(r.v);
+    using Regs = lane_regs<value_type, V>;
+    auto* dst = reinterpret_cast<typename Regs::word_t*>(at);
+    const auto* src = reinterpret_cast<const typename Regs::word_t*>(r.v);
     CUFUSE_UNROLL
-    for (int c = 0; c < chunks; ++c) {
+    for (int c = 0; c < Regs::words; ++c) {
       dst[c] = src[c];
     }
   }
 
-private:
+  /// V elements from memory at `at`, aligned to the vector's size (the plan checked).
   template <int V>
   CUFUSE_INLINE static lane_regs<value_type, V> load_vec(const value_type* at) {
-    lane_regs<value_type, V> r;
-    constexpr int chunks = int(V * sizeof(value_type) / 16);
-    const uint4* src = reinterpret_cast<const uint4*>(at);
-    uint4* dst = reinterpret_cast<uint4*>(r.v);
+    using Regs = lane_regs<value_type, V>;
+    Regs r;
+    const auto* src = reinterpret_cast<const typename Regs::word_t*>(at);
+    auto* dst = reinterpret_cast<typename Regs::word_t*>(r.v);
     CUFUSE_UNROLL
-    for (int c = 0; c < chunks; ++c) {
+    for (int c = 0; c < Regs::words; ++c) {
       dst[c] = src[c];
     }
     return r;

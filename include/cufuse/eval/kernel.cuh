@@ -155,15 +155,19 @@ CUFUSE_INLINE void set_coord(coords<R, I>& p, int d, I v) {
 /// dst = expr where some operands are contiguous along dimension `a` rather than the innermost:
 /// the block first copies their tile into shared memory reading along `a`, then evaluates the
 /// expression writing along the innermost dimension, reading those operands from the tiles.
-template <int R, class Dst, class Expr>
+/// V > 1 (elements smaller than 4 bytes): each thread moves V consecutive elements in both
+/// phases, so a warp access covers 128 bytes; the plan checked alignment and extents.
+template <int V, int R, class Dst, class Expr>
 __global__ void __launch_bounds__(tile_block_size)
     evaluate_tile_kernel(Dst dst, Expr expr, tile_walk<R> walk) {
   using T = typename Dst::value_type;
   using I = index_t;
   using U = std::uint64_t;
-  constexpr int steps = tile_dim / tile_rows;
+  constexpr int cols = tile_dim / V;           // threads along a row of the tile
+  constexpr int rows = tile_block_size / cols; // rows a step covers
+  constexpr int steps = tile_dim / rows;
   extern __shared__ __align__(16) unsigned char smem[];
-  const int tx = int(threadIdx.x) % tile_dim, ty = int(threadIdx.x) / tile_dim;
+  const int tx = int(threadIdx.x) % cols, ty = int(threadIdx.x) / cols;
   I ext_a = 1;
   CUFUSE_UNROLL
   for (int k = 0; k < R - 1; ++k) {
@@ -196,40 +200,59 @@ __global__ void __launch_bounds__(tile_block_size)
     // 1. Staged operands: read along a (consecutive threads, consecutive addresses).
     auto stage = [&](const auto& leaf) {
       using L = std::remove_cvref_t<decltype(leaf)>;
-      using V = typename L::value_type;
+      using E = typename L::value_type;
       if (leaf.smem < 0) {
         return;
       }
-      V* tile = reinterpret_cast<V*>(smem + leaf.smem);
-      V v[steps] = {};
+      E* tile = reinterpret_cast<E*>(smem + leaf.smem);
+      lane_regs<E, V> v[steps] = {};
       coords<R, I> p = base;
-      set_coord(p, walk.a, a0 + tx);
-      const bool in_a = a0 + tx < ext_a;
+      set_coord(p, walk.a, a0 + V * tx);
+      const bool in_a = a0 + V * tx < ext_a;
       CUFUSE_UNROLL
       for (int j = 0; j < steps; ++j) {
-        p.c[R - 1] = b0 + ty + j * tile_rows;
+        p.c[R - 1] = b0 + ty + j * rows;
         if (in_a && p.c[R - 1] < ext_b) {
-          v[j] = leaf.ptr[leaf.offset(p)];
+          if constexpr (V == 1) {
+            v[j].v[0] = leaf.ptr[leaf.offset(p)];
+          } else {
+            v[j] = L::template load_vec<V>(leaf.ptr + leaf.offset(p));
+          }
         }
       }
       CUFUSE_UNROLL
       for (int j = 0; j < steps; ++j) {
-        tile[(ty + j * tile_rows) * tile_pitch<V>() + tx] = v[j];
+        auto* row = tile + (ty + j * rows) * tile_pitch<E>() + V * tx;
+        if constexpr (V == 1) {
+          row[0] = v[j].v[0];
+        } else {
+          *reinterpret_cast<lane_regs<E, V>*>(row) = v[j];
+        }
       }
     };
     for_each_leaf(expr, stage);
     __syncthreads();
 
     // 2. Evaluate, writing along the innermost dimension.
-    tile_pos<R, I> tp{base, smem, 0, tx};
-    tp.p.c[R - 1] = b0 + tx;
-    const bool in_b = b0 + tx < ext_b;
+    tile_pos<R, I> tp{base, smem, 0, V * tx};
+    tp.p.c[R - 1] = b0 + V * tx;
+    const bool in_b = b0 + V * tx < ext_b;
     CUFUSE_UNROLL
     for (int j = 0; j < steps; ++j) {
-      tp.la = ty + j * tile_rows;
+      tp.la = ty + j * rows;
       set_coord(tp.p, walk.a, a0 + tp.la);
       if (in_b && a0 + tp.la < ext_a) {
-        dst.store(tp.p, convert<T>(expr.eval_in(tp)));
+        if constexpr (V == 1) {
+          dst.store(tp.p, convert<T>(expr.eval_in(tp)));
+        } else {
+          const auto lanes = expr.template fetch_in<V>(tp);
+          lane_regs<T, V> out;
+          CUFUSE_UNROLL
+          for (int k = 0; k < V; ++k) {
+            out.v[k] = convert<T>(lanes.at(k));
+          }
+          dst.template store_vec<V>(tp.p, out);
+        }
       }
     }
     __syncthreads();

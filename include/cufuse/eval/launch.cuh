@@ -123,7 +123,7 @@ void launch_evaluate_nd(const Dst& dst, const Expr& expr, const eval_plan<R, L>&
 }
 
 /// Launches evaluate_tile_kernel over the plan's tiles.
-template <int R, int L, class Dst, class Expr>
+template <int V, int R, int L, class Dst, class Expr>
 void launch_evaluate_tile(const Dst& dst, const Expr& expr, const eval_plan<R, L>& pl,
                           cudaStream_t stream) {
   using U = std::uint64_t;
@@ -144,7 +144,7 @@ void launch_evaluate_tile(const Dst& dst, const Expr& expr, const eval_plan<R, L
   walk.tiles_b_div = fast_divmod<U>(static_cast<U>(tiles_b));
   walk.tiles = outer * tiles_a * tiles_b;
   const std::int64_t grid = walk.tiles < max_grid_blocks ? walk.tiles : max_grid_blocks;
-  evaluate_tile_kernel<R>
+  evaluate_tile_kernel<V, R>
       <<<unsigned(grid), tile_block_size, pl.smem_bytes, stream>>>(dst, expr, walk);
   check_launch<typename Dst::value_type>("evaluate_tile_kernel<<<>>>", pl.n, grid, tile_block_size,
                                          stream);

@@ -81,6 +81,51 @@ bool overlaps_elsewhere(const operand_info<R>& dst, const operand_info<R>& src,
   return false;
 }
 
+/// True when `s` keeps V-element alignment along every dimension but `skip` (-1: none) and the
+/// innermost.
+template <int R>
+bool strides_multiple(const strides<R>& s, int v, int skip) {
+  for (int d = 0; d < R - 1; ++d) {
+    if (d != skip && s[d] % v != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The layout-changing kernel may move `tv` elements per thread and access (tv x the smallest
+/// element = 4 bytes) when every vector stays aligned and inside the tile: staged operands are
+/// of the smallest element size, extents are multiples of tv, and every operand read along the
+/// innermost dimension is contiguous (aligned) or repeated there.
+template <int R, int L>
+bool tile_vec_ok(const eval_plan<R, L>& pl, const operand_info<R>& dst,
+                 const std::array<operand_info<R>, L>& src, int tv) {
+  constexpr int in = R - 1;
+  auto aligned = [](const void* p, int bytes) {
+    return reinterpret_cast<std::uintptr_t>(p) % std::uintptr_t(bytes) == 0;
+  };
+  if (tv < 2 || pl.ext[in] % tv != 0 || pl.ext[pl.tile_a] % tv != 0 ||
+      !aligned(dst.ptr, tv * dst.elem) || !strides_multiple(pl.dst, tv, -1)) {
+    return false;
+  }
+  for (int l = 0; l < L; ++l) {
+    const strides<R>& s = pl.leaves.str[l];
+    if (pl.leaves.smem[l] >= 0) {
+      if (src[l].elem * tv != 4 || !aligned(src[l].ptr, 4) || s[in] % tv != 0 ||
+          !strides_multiple(s, tv, pl.tile_a)) {
+        return false;
+      }
+    } else if (s[in] == 1) {
+      if (!aligned(src[l].ptr, tv * src[l].elem) || !strides_multiple(s, tv, -1)) {
+        return false;
+      }
+    } else if (s[in] != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// Plans the assignment of operands `src` to `dst` over `shape`. `vec_width`: the vector width
 /// the expression's element sizes allow (16 bytes / smallest element); `device`: a GPU
 /// evaluation (the host path never vectorizes nor stages tiles).
@@ -202,6 +247,7 @@ eval_plan<R, L> make_plan(const operand_info<R>& dst, const extents<R>& shape,
         }
       }
       pl.kind = eval_kind::tile;
+      pl.vec = tile_vec_ok<R, L>(pl, dst, src, vec_width / 4) ? vec_width / 4 : 1;
       return pl;
     }
   }

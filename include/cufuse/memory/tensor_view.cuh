@@ -21,10 +21,39 @@ void assign(Dst&& dst, const Src& src, cudaStream_t stream);
 
 namespace detail {
 
-/// V consecutive elements held in registers, loaded or stored as 16-byte vectors.
+/// The unsigned type of N bytes in which vectors move (N = 1, 2, 4, 8 or 16).
+template <int N>
+struct vec_word;
+template <>
+struct vec_word<16> {
+  using type = uint4;
+};
+template <>
+struct vec_word<8> {
+  using type = uint2;
+};
+template <>
+struct vec_word<4> {
+  using type = unsigned;
+};
+template <>
+struct vec_word<2> {
+  using type = unsigned short;
+};
+template <>
+struct vec_word<1> {
+  using type = unsigned char;
+};
+
+/// V consecutive elements held in registers, loaded or stored as words of up to 16 bytes.
 template <class T, int V>
-struct alignas(16) lane_regs {
-  static_assert((V * sizeof(T)) % 16 == 0, "cufuse: internal: vector not a multiple of 16 bytes");
+struct alignas(V * sizeof(T) < 16 ? V * sizeof(T) : 16) lane_regs {
+  static constexpr int bytes = int(V * sizeof(T));
+  static constexpr int word = bytes < 16 ? bytes : 16;
+  static_assert(bytes % word == 0 && (word & (word - 1)) == 0,
+                "cufuse: internal: a vector of a size that is not a power of two");
+  using word_t = typename vec_word<word>::type;
+  static constexpr int words = bytes / word;
   T v[V];
   CUFUSE_INLINE opmath_t<T> at(int k) const { return convert<opmath_t<T>>(v[k]); }
 };
