@@ -193,6 +193,11 @@ TEST_CASE("rank-0 tensors are scalars that broadcast; promotion follows PyTorch"
   poison(Y);
   Y = d; // a rank-0 expression fills
   expect_all("Y = d", Y, [](const idx_t<2>&) { return 2.5; });
+  // at rank 1 too (4097: a vector tail)
+  cufuse::tensor<float, 1, space> v(4097);
+  v.fill(2.0f);
+  v = v * d - 1;
+  expect_all("v * d - 1", v, [](const idx_t<1>&) { return 4.0; });
   cufuse::tensor<float, 0, space> e;
   e = d * 3 + 1;
   CHECK(e.download() == std::vector<float>{8.5f});
@@ -516,4 +521,23 @@ TEST_CASE("layout changes of 1- and 2-byte elements, mixed operand sizes, misali
   D = cufuse::transpose(src);
   expect_all("misaligned bf16 transpose", D,
              [&](const idx_t<2>& i) { return big.v[1 + i[1] * 64 + i[0]]; });
+}
+
+TEST_CASE("rank 6: broadcasting and a permute at the largest tested rank", "[shapes]") {
+  auto A = random_tensor<float, 6>({2, 3, 1, 4, 2, 5});
+  auto B = random_tensor<float, 5>({3, 3, 4, 1, 5}); // aligns with A's last five dimensions
+  cufuse::tensor<float, 6, space> Y({2, 3, 3, 4, 2, 5});
+  poison(Y);
+  Y = A.t * B.t - 1.0f; // both operands repeat along some dimension
+  expect_all("rank 6 broadcast", Y, [&](const idx_t<6>& i) {
+    return A.v[at(i, A.t.shape())] * B.v[at(i, B.t.shape())] - 1.0;
+  });
+  cufuse::tensor<float, 6, space> Z({5, 2, 4, 3, 3, 2});
+  poison(Z);
+  Z = cufuse::permute(Y, {5, 4, 3, 2, 1, 0}) + 1.0f;
+  const auto y = values(Y);
+  expect_all("rank 6 permute", Z, [&](const idx_t<6>& i) {
+    const idx_t<6> j{i[5], i[4], i[3], i[2], i[1], i[0]};
+    return y[at(j, Y.shape())] + 1.0;
+  });
 }

@@ -95,7 +95,24 @@ void evaluate_flat_host(const D& d, const E& e, const eval_plan<R, L>& pl) {
   }
 }
 
-/// Runs the plan's kernel.
+/// True when some leaf of the (bound) tree N is zero-dimensional (a rank-0 tensor).
+template <class N>
+constexpr bool has_zero_dim_leaf() {
+  if constexpr (is_leaf_node_v<N>) {
+    return is_zero_dim_v<typename N::promo_type>;
+  } else if constexpr (map_arity<N>::value > 0) {
+    return []<class Op, class... Args>(map_node<Op, Args...>*) {
+      return (has_zero_dim_leaf<Args>() || ...);
+    }(static_cast<N*>(nullptr));
+  } else {
+    return false;
+  }
+}
+
+/// Runs the plan's kernel. Which kernels are instantiated is part of the compile-time budget:
+/// a rank-1 destination with no rank-0 operand gets the flat kernel (32- and 64-bit) and the
+/// scalar N-d one, which cover it (broadcasting there can only come from an extent-1 vector);
+/// rank >= 2, or a rank-0 operand, adds the vectorized N-d kernels and, at rank >= 2, the tiles.
 template <int R, int L, class BD, class BE>
 void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
                      cudaStream_t stream) {
@@ -103,9 +120,16 @@ void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
       BE::min_element_size < BD::min_element_size ? BE::min_element_size : BD::min_element_size;
   constexpr int vec = 16 / min_size;
   static_assert(vec > 1, "cufuse: internal: elements wider than 8 bytes");
+  constexpr bool nd_vectorized = R >= 2 || has_zero_dim_leaf<BE>();
   switch (pl.kind) {
   case eval_kind::flat:
-    launch_evaluate<vec, std::int32_t>(dst, expr, pl.n, stream);
+    if (!pl.wide) {
+      launch_evaluate<vec, std::int32_t>(dst, expr, pl.n, stream);
+    } else if constexpr (nd_vectorized) {
+      launch_evaluate_nd<vec, std::int64_t>(dst, expr, pl, stream);
+    } else {
+      launch_evaluate<vec, std::int64_t>(dst, expr, pl.n, stream);
+    }
     return;
   case eval_kind::tile:
     if constexpr (R >= 2) { // the plan stages tiles only across two dimensions
@@ -120,13 +144,17 @@ void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
     }
     return;
   case eval_kind::nd:
-    if (pl.vec == 1) {
-      launch_evaluate_nd<1, std::int64_t>(dst, expr, pl, stream);
-    } else if (pl.wide) {
-      launch_evaluate_nd<vec, std::int64_t>(dst, expr, pl, stream);
-    } else {
-      launch_evaluate_nd<vec, std::int32_t>(dst, expr, pl, stream);
+    if constexpr (nd_vectorized) {
+      if (pl.vec > 1) {
+        if (pl.wide) {
+          launch_evaluate_nd<vec, std::int64_t>(dst, expr, pl, stream);
+        } else {
+          launch_evaluate_nd<vec, std::int32_t>(dst, expr, pl, stream);
+        }
+        return;
+      }
     }
+    launch_evaluate_nd<1, std::int64_t>(dst, expr, pl, stream);
     return;
   }
 }

@@ -212,7 +212,7 @@ eval_plan<R, L> make_plan(const operand_info<R>& dst, const extents<R>& shape,
   // 5. The kernel.
   constexpr int in = R - 1;
   const auto aligned = [&](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  bool flat = m == 1 && pl.dst[in] == 1 && aligned(dst.ptr) && !pl.wide && vec_width > 1;
+  bool flat = m == 1 && pl.dst[in] == 1 && aligned(dst.ptr) && vec_width > 1;
   for (int l = 0; l < L; ++l) {
     flat = flat && pl.leaves.str[l][in] == 1 && aligned(src[l].ptr);
   }
