@@ -17,50 +17,14 @@
 #include <string>
 #include <vector>
 
-#define BENCH_CHECK(call)                                                                          \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__,         \
-                   __LINE__, #call);                                                               \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+#include "timing.cuh"
 
 namespace {
 
 using bf16 = __nv_bfloat16;
 using cufuse::index_t;
 
-struct timer {
-  cudaEvent_t start, stop;
-  timer() {
-    BENCH_CHECK(cudaEventCreate(&start));
-    BENCH_CHECK(cudaEventCreate(&stop));
-  }
-  ~timer() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
-  double median_ms(const std::function<void()>& f, int reps = 30) {
-    for (int w = 0; w < 3; ++w) {
-      f();
-    }
-    BENCH_CHECK(cudaDeviceSynchronize());
-    std::vector<double> ms;
-    for (int r = 0; r < reps; ++r) {
-      BENCH_CHECK(cudaEventRecord(start));
-      f();
-      BENCH_CHECK(cudaEventRecord(stop));
-      BENCH_CHECK(cudaEventSynchronize(stop));
-      float t = 0;
-      BENCH_CHECK(cudaEventElapsedTime(&t, start, stop));
-      ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-  }
-};
+using bench::timer;
 
 template <class T, int R>
 std::vector<float> random_fill(cufuse::tensor<T, R>& t, std::mt19937_64& rng) {
@@ -167,25 +131,8 @@ void layouts(const char* dtype, std::vector<row>& rows) {
   }
 }
 
-/// Host microseconds per back-to-back call of a small broadcast assignment (issue cost).
-double host_us(const std::function<void()>& f) {
-  for (int w = 0; w < 200; ++w) {
-    f();
-  }
-  BENCH_CHECK(cudaDeviceSynchronize());
-  std::vector<double> us;
-  for (int r = 0; r < 21; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int c = 0; c < 500; ++c) {
-      f();
-    }
-    const auto t1 = std::chrono::steady_clock::now();
-    BENCH_CHECK(cudaDeviceSynchronize());
-    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / 500);
-  }
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
-}
+/// Host microseconds per back-to-back call (issue cost).
+double host_us(const std::function<void()>& f) { return bench::measure_host_cost(f).issue_us; }
 
 __global__ void empty_kernel() {}
 

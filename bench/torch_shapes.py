@@ -3,24 +3,9 @@ byte counts), timed the same way: CUDA events, median over repetitions after war
 JSON (--out)."""
 import argparse
 import json
-import statistics
 
 import torch
-
-
-def median_ms(fn, args, reps=30):
-    for _ in range(3):
-        fn(*args)
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn(*args)
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+from torch_bench import median_ms  # the same CUDA-event median as the elementwise peers
 
 
 def workloads(dev):
@@ -51,7 +36,7 @@ def main():
     for name, dtype, fn, ins, nbytes in workloads(dev):
         compiled = torch.compile(fn, dynamic=False)
         for impl, f in (("torch_eager", fn), ("torch_compile", compiled)):
-            ms = median_ms(f, ins)
+            ms = median_ms(f, ins, 30)
             rows.append({"workload": name, "dtype": dtype, "impl": impl, "ms": ms,
                          "gbps": nbytes / (ms * 1e-3) / 1e9})
             print(f"{name:45s} {dtype} {impl:14s} {ms:8.3f} ms {rows[-1]['gbps']:7.0f} GB/s", flush=True)

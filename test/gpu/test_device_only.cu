@@ -1,5 +1,6 @@
 // What only a GPU can show: one kernel per assignment, user kernels, __device__ lambdas, the
 // 64-bit index path, ordering with the user's launches, streams and threads.
+#include "../support/graph_count.cuh"
 #include "../support/harness.cuh"
 
 #include <thread>
@@ -46,35 +47,7 @@ TEST_CASE("an assignment is exactly one kernel (CUDA Graph capture)", "[gpu][gra
     t->upload(rnd(std::size_t(n)));
   }
   CHECK_CUDA(cudaDeviceSynchronize());
-  cudaStream_t s;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  auto count_kernels = [&](auto&& body) {
-    cudaGraph_t g;
-    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    {
-      cufuse::stream_guard guard(s);
-      body();
-    }
-    CHECK_CUDA(cudaStreamEndCapture(s, &g));
-    std::size_t nodes = 0;
-    CHECK_CUDA(cudaGraphGetNodes(g, nullptr, &nodes));
-    std::vector<cudaGraphNode_t> all(nodes);
-    CHECK_CUDA(cudaGraphGetNodes(g, all.data(), &nodes));
-    std::size_t kernels = 0;
-    for (auto node : all) {
-      cudaGraphNodeType type;
-      CHECK_CUDA(cudaGraphNodeGetType(node, &type));
-      kernels += type == cudaGraphNodeTypeKernel;
-    }
-    // replay it and check the result is right
-    cudaGraphExec_t exec;
-    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-    CHECK_CUDA(cudaGraphLaunch(exec, s));
-    CHECK_CUDA(cudaStreamSynchronize(s));
-    CHECK_CUDA(cudaGraphExecDestroy(exec));
-    CHECK_CUDA(cudaGraphDestroy(g));
-    return std::pair{nodes, kernels};
-  };
+  using cft::count_kernels;
   // the first call of a new expression type (its launch configuration is computed here too)
   auto [nodes, kernels] = count_kernels([&] { A = B + C * D + cufuse::sin(E) * F + 10.0f; });
   CHECK(nodes == 1);
@@ -96,7 +69,6 @@ TEST_CASE("an assignment is exactly one kernel (CUDA Graph capture)", "[gpu][gra
   std::tie(nodes, kernels) =
       count_kernels([&] { odd = cufuse::view(B.data() + 1, {n - 1}) * 2.0f; });
   CHECK(kernels == 1);
-  CHECK_CUDA(cudaStreamDestroy(s));
 }
 
 TEST_CASE("a user kernel evaluates an expression object", "[gpu][user]") {

@@ -1,6 +1,7 @@
 // What only a GPU can show about N-d shapes: one kernel per assignment (graph capture) for
 // broadcasts, transposes, permutes and strided slices; two for an overlapping destination;
 // the 64-bit path through a broadcast past 2^31 elements; broadcast expressions in user kernels.
+#include "../support/graph_count.cuh"
 #include "../support/harness.cuh"
 
 #include <array>
@@ -21,37 +22,7 @@ std::vector<float> rnd(std::size_t n) {
   return v;
 }
 
-/// Kernels (and all nodes) that `body` issues on a captured stream; the graph is replayed once.
-template <class F>
-std::pair<std::size_t, std::size_t> count_kernels(F&& body) {
-  cudaStream_t s;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaGraph_t g;
-  CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  {
-    cufuse::stream_guard guard(s);
-    body();
-  }
-  CHECK_CUDA(cudaStreamEndCapture(s, &g));
-  std::size_t nodes = 0;
-  CHECK_CUDA(cudaGraphGetNodes(g, nullptr, &nodes));
-  std::vector<cudaGraphNode_t> all(nodes);
-  CHECK_CUDA(cudaGraphGetNodes(g, all.data(), &nodes));
-  std::size_t kernels = 0;
-  for (auto node : all) {
-    cudaGraphNodeType type;
-    CHECK_CUDA(cudaGraphNodeGetType(node, &type));
-    kernels += type == cudaGraphNodeTypeKernel;
-  }
-  cudaGraphExec_t exec;
-  CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-  CHECK_CUDA(cudaGraphLaunch(exec, s));
-  CHECK_CUDA(cudaStreamSynchronize(s));
-  CHECK_CUDA(cudaGraphExecDestroy(exec));
-  CHECK_CUDA(cudaGraphDestroy(g));
-  CHECK_CUDA(cudaStreamDestroy(s));
-  return {nodes, kernels};
-}
+using cft::count_kernels;
 
 template <class Expr>
 __global__ void read_2d(Expr e, float* out, index_t rows, index_t cols) {
