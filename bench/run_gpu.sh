@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
-#   bash bench/run_gpu.sh [test|sanitize|shapes|bench|gemm|sustained|all]      (from the repository root)
+#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|all]      (from the repository root)
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
 set -uo pipefail
@@ -131,6 +131,36 @@ if [ "$what" = shapes ] || [ "$what" = all ]; then
       >"$OUT/logs/shapes_torch.log" 2>&1 || { echo "torch shapes bench failed:"; tail -5 "$OUT/logs/shapes_torch.log"; }
   fi
   python3 bench/shapes_report.py "$OUT/logs/shapes_cufuse.json" "$OUT/logs/shapes_torch.json" "$OUT/shapes"
+fi
+
+if [ "$what" = reduce ] || [ "$what" = all ]; then
+  # Reductions: the reduction suites (host and GPU, memcheck and racecheck on the GPU ones but
+  # [large]), the reduction benchmark and its PyTorch peers in the same run.
+  step "build reduction tests + bench"
+  cmake --build build-gpu -j"$jobs" --target cufuse_reduce_gpu_tests cufuse_host_tests cufuse_bench_reduce \
+    >"$OUT/logs/build-reduce.log" 2>&1 || { tail -30 "$OUT/logs/build-reduce.log"; exit 1; }
+  step "reduction tests"
+  build-gpu/test/cufuse_host_tests "[reduce]" 2>&1 | tail -3 | tee "$OUT/logs/reduce_host.log"
+  build-gpu/test/cufuse_reduce_gpu_tests 2>&1 | tail -25 | tee "$OUT/reduce_gpu.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  if [ -z "${NO_SANITIZE:-}" ]; then
+    step "memcheck + racecheck (reductions, but [large])"
+    compute-sanitizer --tool memcheck --error-exitcode 1 build-gpu/test/cufuse_reduce_gpu_tests "~[large]" \
+      >"$OUT/logs/reduce_memcheck.log" 2>&1
+    echo "memcheck rc=$?: $(grep -E 'ERROR SUMMARY' "$OUT/logs/reduce_memcheck.log" | tail -1)" | tee "$OUT/sanitizers_reduce.log"
+    compute-sanitizer --tool racecheck --error-exitcode 1 build-gpu/test/cufuse_reduce_gpu_tests "~[large]" \
+      >"$OUT/logs/reduce_racecheck.log" 2>&1
+    echo "racecheck rc=$?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/logs/reduce_racecheck.log" | tail -1)" | tee -a "$OUT/sanitizers_reduce.log"
+  fi
+  step "reduction benchmark (C++)"
+  build-gpu/bench/cufuse_bench_reduce --out "$OUT/logs/reduce_cufuse.json" 2>&1 | tee "$OUT/logs/reduce_bench.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  if [ -z "${NO_TORCH:-}" ]; then
+    step "PyTorch eager + torch.compile (reductions)"
+    PYTHONUNBUFFERED=1 timeout 420 python3 bench/torch_reduce.py --out "$OUT/logs/reduce_torch.json" \
+      >"$OUT/logs/reduce_torch.log" 2>&1 || { echo "torch reduce bench failed:"; tail -5 "$OUT/logs/reduce_torch.log"; }
+  fi
+  python3 bench/shapes_report.py "$OUT/logs/reduce_cufuse.json" "$OUT/logs/reduce_torch.json" "$OUT/reduce" Reductions
 fi
 
 if [ "$what" = bench ] || [ "$what" = all ]; then

@@ -1,6 +1,7 @@
-"""Merges bench/shapes_bench.cu's and bench/torch_shapes.py's JSON into one table (markdown),
-one JSON and a bar plot of GB/s relative to the copy of the same run.
-Usage: shapes_report.py cufuse.json torch.json out_prefix"""
+"""Merges a C++ benchmark's JSON (bench/shapes_bench.cu, bench/reduce_bench.cu) and its PyTorch
+peers' (bench/torch_shapes.py, bench/torch_reduce.py) into one table (markdown), one JSON and a
+bar plot of GB/s relative to the copy of the same run.
+Usage: shapes_report.py cufuse.json torch.json out_prefix [title]"""
 import json
 import sys
 
@@ -29,8 +30,8 @@ def main():
                      f"| {fmt(e)} | {fmt(k)} | {ratio(e)} | {ratio(k)} | {'ok' if not r['bad'] else 'WRONG'} |")
         merged.append(dict(r, copy_ratio=r["gbps"] / copy, torch_eager_gbps=e, torch_compile_gbps=k))
     h = c["host_us"]
-    lines += ["", f"Host cost per back-to-back call at [32, 32]: empty `<<<>>>` {h['empty_launch']:.2f} us, "
-              f"`y = relu(x + bias)` {h['broadcast']:.2f} us, `y = transpose(x)` {h['transpose']:.2f} us."]
+    lines += ["", "Host cost per back-to-back call (us): " +
+              ", ".join(f"{k} {v:.2f}" for k, v in h.items()) + "."]
     open(prefix + ".md", "w").write("\n".join(lines) + "\n")
     json.dump({"device": c["device"], "copy_gbps": copy, "host_us": h, "rows": merged},
               open(prefix + ".json", "w"), indent=1)
@@ -50,7 +51,8 @@ def main():
         ax.set_xticks(list(xs))
         ax.set_xticklabels(labels, fontsize=7)
         ax.set_ylabel("GB/s / device-to-device copy")
-        ax.set_title(f"N-d shapes, {c['device']} (copy {copy:.0f} GB/s)")
+        title = sys.argv[4] if len(sys.argv) > 4 else "N-d shapes"
+        ax.set_title(f"{title}, {c['device']} (copy {copy:.0f} GB/s)")
         ax.legend()
         fig.tight_layout()
         fig.savefig(prefix + ".png", dpi=110)

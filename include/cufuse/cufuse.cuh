@@ -10,6 +10,7 @@
 #include "core/index.cuh"
 #include "core/types.cuh"
 #include "eval/assign.cuh"
+#include "graph.cuh"
 #include "expr/broadcast.cuh"
 #include "expr/functions.cuh"
 #include "expr/node.cuh"
@@ -19,3 +20,5 @@
 #include "memory/tensor.cuh"
 #include "memory/tensor_view.cuh"
 #include "memory/views.cuh"
+#include "reduce/functions.cuh"
+#include "reduce/node.cuh"

@@ -3,6 +3,7 @@
 
 #include "../expr/node.cuh"
 #include "../ops/user.cuh"
+#include "../reduce/node.cuh"
 #include "launch.cuh"
 #include "plan.cuh"
 
@@ -23,6 +24,13 @@ struct host_callable<map_node<Op, Args...>>
 template <class F, class R, class... Args>
 struct host_callable<map_node<ops::user<F, R>, Args...>>
     : std::bool_constant<ops::user<F, R>::host_callable && (host_callable<Args>::value && ...)> {};
+
+template <class Red, class Arg, bool Keep, int NAxes>
+struct host_callable<reduce_node<Red, Arg, Keep, NAxes>> : host_callable<Arg> {};
+
+/// dst = e for an expression holding reductions (reduce/evaluate.cuh).
+template <class D, class E>
+void evaluate_reductions(const D& d, const E& e, cudaStream_t stream);
 
 template <class T, int Rank, class Space>
 leaf<T, Rank, Space> destination_node(tensor<T, Rank, Space>& t) {
@@ -304,7 +312,11 @@ void assign(Dst&& dst, const Src& src, cudaStream_t stream) {
     return;
   }
   detail::check_writable(d);
-  detail::evaluate(d, e, stream);
+  if constexpr (detail::has_reduction<E>()) {
+    detail::evaluate_reductions(d, e, stream);
+  } else {
+    detail::evaluate(d, e, stream);
+  }
 }
 
 /// assign on the current stream.
@@ -314,3 +326,6 @@ void assign(Dst&& dst, const Src& src) {
 }
 
 } // namespace cufuse
+
+// Reductions inside assignments (it includes this file: keep it last).
+#include "../reduce/evaluate.cuh"

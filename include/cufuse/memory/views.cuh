@@ -11,6 +11,7 @@
 #pragma once
 
 #include "tensor.cuh"
+#include "../reduce/node.cuh"
 
 #include <concepts>
 #include <string>
@@ -26,9 +27,7 @@ struct range {
   constexpr range(index_t b, index_t e, index_t s = 1) : begin(b), end(e), step(s) {}
 };
 
-/// Every index along one dimension.
-struct all_t {};
-inline constexpr all_t all{};
+// cufuse::all (every index along one dimension; also the reduction) is in reduce/node.cuh.
 
 namespace detail {
 

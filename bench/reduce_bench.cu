@@ -1,0 +1,258 @@
+// Reductions and the row kernel at memory speed: softmax, layer_norm, rms_norm (fp32 / bf16),
+// per-axis sums, full sum / argmax / var, against the device-to-device copy of the same run.
+// Every workload is checked on sampled results against a double reference before it is timed.
+// Writes JSON (--out); the PyTorch side is bench/torch_reduce.py, the table
+// bench/reduce_report.py.
+//
+// Bytes per call: inputs read once + outputs written once.
+#include <cufuse/cufuse.cuh>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "timing.cuh"
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+using cufuse::index_t;
+using bench::timer;
+
+struct row {
+  std::string workload, dtype;
+  double ms, gbps;
+  int bad;
+};
+
+template <class T, int R>
+std::vector<float> random_fill(cufuse::tensor<T, R>& t, std::mt19937_64& rng, float lo = -2,
+                               float hi = 2) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<T> h(static_cast<std::size_t>(t.size()));
+  std::vector<float> f(h.size());
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    h[i] = cufuse::detail::convert<T>(u(rng));
+    f[i] = float(h[i]);
+  }
+  t.upload(h);
+  return f;
+}
+
+template <class T>
+constexpr double tol_of() {
+  return std::is_same_v<T, float> ? 1e-5 : 1.0 / 64;
+}
+
+/// Checks 16 sampled rows of a row-wise result against ref(row values) -> row outputs.
+template <class T, class Ref>
+int check_rows(const cufuse::tensor<T, 2>& y, const std::vector<float>& x, index_t m, index_t n,
+               Ref ref, std::mt19937_64& rng) {
+  const auto got = y.download();
+  std::uniform_int_distribution<index_t> pick(0, m - 1);
+  int bad = 0;
+  for (int s = 0; s < 16; ++s) {
+    const index_t r = pick(rng);
+    std::vector<double> in(x.begin() + r * n, x.begin() + (r + 1) * n);
+    const auto want = ref(in);
+    for (index_t j = 0; j < n; ++j) {
+      const double g = float(got[std::size_t(r * n + j)]);
+      bad += !(std::fabs(g - want[std::size_t(j)]) <= tol_of<T>() * (1 + std::fabs(want[std::size_t(j)])));
+    }
+  }
+  return bad;
+}
+
+std::vector<double> softmax_ref(const std::vector<double>& r) {
+  double m = -INFINITY, s = 0;
+  for (double v : r) m = std::max(m, v);
+  for (double v : r) s += std::exp(v - m);
+  std::vector<double> y;
+  for (double v : r) y.push_back(std::exp(v - m) / s);
+  return y;
+}
+
+template <class T>
+void rowwise(const char* dtype, index_t m, index_t n, bool only_softmax_ln, std::vector<row>& rows) {
+  std::mt19937_64 rng(5);
+  timer tm;
+  cufuse::tensor<T, 2> X({m, n}), Y({m, n});
+  cufuse::tensor<T, 1> w({n}), b({n});
+  const auto x = random_fill(X, rng), wv = random_fill(w, rng), bv = random_fill(b, rng);
+  const double es = sizeof(T);
+  const std::string shape = " [" + std::to_string(m) + ", " + std::to_string(n) + "]";
+  {
+    Y = cufuse::softmax(X, -1);
+    const int bad = check_rows(Y, x, m, n, softmax_ref, rng);
+    const double ms = tm.median_ms([&] { Y = cufuse::softmax(X, -1); });
+    rows.push_back({"softmax" + shape, dtype, ms, 2.0 * m * n * es / (ms * 1e-3) / 1e9, bad});
+  }
+  {
+    Y = cufuse::layer_norm(X, w, b, 1e-5f);
+    const int bad = check_rows(
+        Y, x, m, n,
+        [&](const std::vector<double>& r) {
+          double mu = 0, v = 0;
+          for (double a : r) mu += a;
+          mu /= double(r.size());
+          for (double a : r) v += (a - mu) * (a - mu);
+          v /= double(r.size());
+          std::vector<double> out;
+          for (std::size_t j = 0; j < r.size(); ++j)
+            out.push_back((r[j] - mu) / std::sqrt(v + 1e-5) * wv[j] + bv[j]);
+          return out;
+        },
+        rng);
+    const double ms = tm.median_ms([&] { Y = cufuse::layer_norm(X, w, b, 1e-5f); });
+    rows.push_back(
+        {"layer_norm" + shape, dtype, ms, (2.0 * m * n + 2.0 * n) * es / (ms * 1e-3) / 1e9, bad});
+  }
+  if (only_softmax_ln) {
+    return;
+  }
+  {
+    Y = cufuse::rms_norm(X, w, 1e-6f);
+    const int bad = check_rows(
+        Y, x, m, n,
+        [&](const std::vector<double>& r) {
+          double ms2 = 0;
+          for (double a : r) ms2 += a * a;
+          ms2 /= double(r.size());
+          std::vector<double> out;
+          for (std::size_t j = 0; j < r.size(); ++j)
+            out.push_back(r[j] / std::sqrt(ms2 + 1e-6) * wv[j]);
+          return out;
+        },
+        rng);
+    const double ms = tm.median_ms([&] { Y = cufuse::rms_norm(X, w, 1e-6f); });
+    rows.push_back(
+        {"rms_norm" + shape, dtype, ms, (2.0 * m * n + n) * es / (ms * 1e-3) / 1e9, bad});
+  }
+}
+
+void axis_sums(std::vector<row>& rows) {
+  std::mt19937_64 rng(9);
+  timer tm;
+  const index_t m = 8192, n = 8192;
+  cufuse::tensor<float, 2> X({m, n});
+  cufuse::tensor<float, 1> r({m}), c({n});
+  const auto x = random_fill(X, rng);
+  r = cufuse::sum(X, 1);
+  c = cufuse::sum(X, 0);
+  const auto gr = r.download(), gc = c.download();
+  int bad = 0;
+  for (index_t i = 0; i < 64; ++i) {
+    double s = 0, t = 0;
+    for (index_t j = 0; j < n; ++j) {
+      s += x[std::size_t(i * n + j)];
+      t += x[std::size_t(j * n + i)];
+    }
+    bad += !(std::fabs(gr[std::size_t(i)] - s) <= 1e-3);
+    bad += !(std::fabs(gc[std::size_t(i)] - t) <= 1e-3);
+  }
+  const double ms1 = tm.median_ms([&] { r = cufuse::sum(X, 1); });
+  const double ms0 = tm.median_ms([&] { c = cufuse::sum(X, 0); });
+  rows.push_back({"sum(X, 1) [8192, 8192]", "fp32", ms1, (m * n + m) * 4.0 / (ms1 * 1e-3) / 1e9, bad});
+  rows.push_back({"sum(X, 0) [8192, 8192]", "fp32", ms0, (m * n + n) * 4.0 / (ms0 * 1e-3) / 1e9, bad});
+}
+
+void full(std::vector<row>& rows) {
+  std::mt19937_64 rng(13);
+  timer tm;
+  const index_t n = index_t(1) << 28;
+  cufuse::tensor<float, 1> B(cufuse::extents<1>(n)), C(cufuse::extents<1>(n));
+  const auto b = random_fill(B, rng), c = random_fill(C, rng);
+  cufuse::tensor<float, 0> d;
+  cufuse::tensor<std::int64_t, 0> am;
+  double ref = 0, mean = 0, m2 = 0;
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    ref += double(b[i]) * c[i];
+    mean += b[i];
+    best = b[i] > b[best] ? i : best;
+  }
+  mean /= double(n);
+  for (float v : b) m2 += (v - mean) * (v - mean);
+  d = cufuse::sum(B * C);
+  const int bad_dot = !(std::fabs(d.download()[0] - ref) <= 1e-4 * std::sqrt(double(n)) * 4);
+  const double ms_dot = tm.median_ms([&] { d = cufuse::sum(B * C); });
+  rows.push_back({"sum(B * C) 2^28", "fp32", ms_dot, 2.0 * n * 4 / (ms_dot * 1e-3) / 1e9, bad_dot});
+  am = cufuse::argmax(B);
+  const int bad_am = am.download()[0] != std::int64_t(best);
+  const double ms_am = tm.median_ms([&] { am = cufuse::argmax(B); });
+  rows.push_back({"argmax(B) 2^28", "fp32", ms_am, 1.0 * n * 4 / (ms_am * 1e-3) / 1e9, bad_am});
+  d = cufuse::var(B);
+  const double vref = m2 / double(n - 1);
+  const int bad_var = !(std::fabs(d.download()[0] - vref) <= 1e-6 * vref);
+  const double ms_var = tm.median_ms([&] { d = cufuse::var(B); });
+  rows.push_back({"var(B) 2^28", "fp32", ms_var, 1.0 * n * 4 / (ms_var * 1e-3) / 1e9, bad_var});
+}
+
+double host_us(const std::function<void()>& f) { return bench::measure_host_cost(f).issue_us; }
+
+__global__ void empty_kernel() {}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::string out = "reduce.json";
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--out") {
+      out = argv[i + 1];
+    }
+  }
+  cudaDeviceProp prop{};
+  BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::vector<row> rows;
+  double copy_gbps = 0;
+  {
+    const std::size_t bytes = std::size_t(1) << 30;
+    void *a = nullptr, *b = nullptr;
+    BENCH_CHECK(cudaMalloc(&a, bytes));
+    BENCH_CHECK(cudaMalloc(&b, bytes));
+    BENCH_CHECK(cudaMemset(a, 1, bytes));
+    timer tm;
+    const double ms =
+        tm.median_ms([&] { BENCH_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+    copy_gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
+    BENCH_CHECK(cudaFree(a));
+    BENCH_CHECK(cudaFree(b));
+  }
+  rowwise<float>("fp32", 32768, 4096, false, rows);
+  rowwise<bf16>("bf16", 32768, 4096, false, rows);
+  for (index_t n : {index_t(1024), index_t(8192), index_t(32768)}) {
+    rowwise<float>("fp32", (index_t(1) << 27) / n, n, true, rows);
+  }
+  axis_sums(rows);
+  full(rows);
+  cufuse::tensor<float, 2> xs({32, 32}), ys({32, 32});
+  xs.fill(1.0f);
+  const double empty_us = host_us([] { empty_kernel<<<1, 32>>>(); });
+  const double softmax_us = host_us([&] { ys = cufuse::softmax(xs, -1); });
+
+  std::printf("device: %s; device-to-device copy %.0f GB/s\n", prop.name, copy_gbps);
+  std::printf("%-34s %-5s %9s %9s %8s %s\n", "workload", "dtype", "ms", "GB/s", "/copy", "check");
+  int bad_total = 0;
+  for (const auto& r : rows) {
+    std::printf("%-34s %-5s %9.3f %9.0f %8.3f %s\n", r.workload.c_str(), r.dtype.c_str(), r.ms,
+                r.gbps, r.gbps / copy_gbps, r.bad ? "WRONG" : "ok");
+    bad_total += r.bad;
+  }
+  std::printf("host us per call (32x32 softmax): empty <<<>>> %.2f, softmax %.2f\n", empty_us,
+              softmax_us);
+  std::ofstream js(out);
+  js << "{\"device\": \"" << prop.name << "\", \"copy_gbps\": " << copy_gbps
+     << ", \"host_us\": {\"empty_launch\": " << empty_us << ", \"softmax_32x32\": " << softmax_us
+     << "}, \"rows\": [";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    js << (i ? ", " : "") << "{\"workload\": \"" << rows[i].workload << "\", \"dtype\": \""
+       << rows[i].dtype << "\", \"impl\": \"cufuse\", \"ms\": " << rows[i].ms
+       << ", \"gbps\": " << rows[i].gbps << ", \"bad\": " << rows[i].bad << "}";
+  }
+  js << "]}\n";
+  return bad_total == 0 ? 0 : 1;
+}

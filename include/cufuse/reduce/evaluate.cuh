@@ -1,0 +1,216 @@
+/// \file Assignments of expressions that hold reductions:
+///  - `dst = reduce(map)`: one reduction kernel (two when few results split the work);
+///  - an expression whose reductions all run along the innermost axis of operands of the
+///    destination's shape, kept with extent 1 (softmax, layer_norm, `X - amax(X, -1, keepdim)`):
+///    ONE row kernel (reduce/rows.cuh);
+///  - anything else: each reduction is first evaluated into a stream-ordered temporary, inner
+///    reductions first, then the map reads the temporaries.
+#pragma once
+
+#include "../eval/assign.cuh"
+#include "kernels.cuh"
+#include "rows.cuh"
+
+#include <memory>
+#include <vector>
+
+namespace cufuse::detail {
+
+/// Stream-ordered temporaries that live until the assignment has enqueued its last kernel.
+using temporaries = std::vector<std::shared_ptr<void>>;
+
+inline int device_sm_count() {
+  static std::atomic<int> cache[max_cached_devices] = {};
+  int dev = 0;
+  CUFUSE_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev >= 0 && dev < max_cached_devices && cache[dev].load() > 0) {
+    return cache[dev].load();
+  }
+  int sms = 0;
+  CUFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  if (dev >= 0 && dev < max_cached_devices) {
+    cache[dev].store(sms);
+  }
+  return sms;
+}
+
+/// The geometry of reducing `n` into a destination with strides `dst_str` (of the node's shape).
+template <class N, int OutRank>
+reduce_geometry<N::arg_rank> geometry_of(const N& n, const strides<OutRank>& dst_str) {
+  constexpr int R = N::arg_rank;
+  reduce_geometry<R> g{};
+  const auto in = n.arg.shape();
+  int o = 0;
+  for (int d = 0; d < R; ++d) {
+    if (n.reduces(d)) {
+      g.rd[g.nr] = d;
+      g.rdiv[g.nr] = fast_divmod<std::uint64_t>(std::uint64_t(in[d] > 0 ? in[d] : 1));
+      g.count *= in[d];
+      ++g.nr;
+      if (N::keep) {
+        ++o;
+      }
+    } else {
+      g.kd[g.nk] = d;
+      g.kdiv[g.nk] = fast_divmod<std::uint64_t>(std::uint64_t(in[d] > 0 ? in[d] : 1));
+      g.out_str[g.nk] = in[d] == 1 ? 0 : dst_str[o];
+      g.results *= in[d];
+      ++g.nk;
+      ++o;
+    }
+  }
+  return g;
+}
+
+/// Reduces `n` (whose child holds no reductions) into the destination leaf `d` of its shape.
+template <class D, class N>
+void reduce_into(const D& d, const N& n, cudaStream_t stream) {
+  using T = typename D::value_type;
+  using In = typename N::input_type;
+  using S = typename N::state_type;
+  constexpr int R = N::arg_rank;
+  if constexpr (std::is_same_v<typename D::space, host_space>) {
+    const auto shape = d.shape();
+    const index_t total = shape.size();
+    for (index_t i = 0; i < total; ++i) {
+      const auto p = unravel(i, shape);
+      d.ptr[offset_at(d.str, p)] = convert<T>(n.eval_in(p));
+    }
+  } else {
+    auto g = geometry_of(n, d.str);
+    if (g.results == 0) {
+      return;
+    }
+    const int sms = device_sm_count();
+    const index_t target = index_t(sms) * 8; // resident blocks of 256 threads, about
+    const bool rows = g.nr > 0 && g.rd[g.nr - 1] == R - 1;
+    S* partial = nullptr;
+    auto workspace = [&](index_t states) {
+      void* p = nullptr;
+      CUFUSE_CUDA_CHECK_MSG(cudaMallocAsync(&p, std::size_t(states) * sizeof(S), stream),
+                            "reduction workspace");
+      partial = static_cast<S*>(p);
+    };
+    if (rows || g.nr == 0) {
+      if (g.count <= 1024 && g.results > 1) {
+        g.splits = 1;
+        g.chunk = g.count;
+        const index_t blocks = (g.results + reduce_warps - 1) / reduce_warps;
+        const unsigned grid = unsigned(blocks < max_grid_blocks ? blocks : max_grid_blocks);
+        reduce_rows_kernel<true, R><<<grid, reduce_block, 0, stream>>>(d.ptr, n.red, n.arg, g,
+                                                                       partial);
+        check_launch<T>("reduce_rows_kernel<<<>>>", g.results * g.count, grid, reduce_block,
+                        stream);
+        return;
+      }
+      index_t splits = 1;
+      if (g.results < target) {
+        splits = (target + g.results - 1) / g.results;
+        const index_t most = (g.count + 4095) / 4096; // at least 4096 elements per split
+        splits = splits < most ? splits : most;
+        splits = splits > 1 ? splits : 1;
+      }
+      g.splits = int(splits);
+      g.chunk = (g.count + splits - 1) / splits;
+      if (splits > 1) {
+        workspace(g.results * splits);
+      }
+      const index_t units = g.results * splits;
+      const unsigned grid = unsigned(units < max_grid_blocks ? units : max_grid_blocks);
+      reduce_rows_kernel<false, R><<<grid, reduce_block, 0, stream>>>(d.ptr, n.red, n.arg, g,
+                                                                      partial);
+      check_launch<T>("reduce_rows_kernel<<<>>>", g.results * g.count, grid, reduce_block,
+                      stream);
+    } else {
+      const index_t bx = (g.results + 31) / 32;
+      index_t splits = 1;
+      if (bx < target) {
+        splits = (target + bx - 1) / bx;
+        const index_t most = (g.count + 63) / 64; // at least 64 reduced rows per split
+        splits = splits < most ? splits : most;
+        splits = splits > 1 ? splits : 1;
+        splits = splits < 65535 ? splits : 65535;
+      }
+      g.splits = int(splits);
+      g.chunk = (g.count + splits - 1) / splits;
+      if (splits > 1) {
+        workspace(g.results * splits);
+      }
+      const dim3 grid(unsigned(bx < max_grid_blocks ? bx : max_grid_blocks), unsigned(splits));
+      reduce_columns_kernel<R><<<grid, dim3(32, column_rows), 0, stream>>>(d.ptr, n.red, n.arg, g,
+                                                                          partial);
+      check_launch<T>("reduce_columns_kernel<<<>>>", g.results * g.count, grid.x, reduce_block,
+                      stream);
+    }
+    if (partial != nullptr) {
+      const index_t blocks = (g.results + reduce_block - 1) / reduce_block;
+      const unsigned grid = unsigned(blocks < max_grid_blocks ? blocks : max_grid_blocks);
+      reduce_finish_kernel<R, typename N::reducer_type, In>
+          <<<grid, reduce_block, 0, stream>>>(d.ptr, n.red, g, partial);
+      check_launch<T>("reduce_finish_kernel<<<>>>", g.results, grid, reduce_block, stream);
+      CUFUSE_CUDA_CHECK(cudaFreeAsync(partial, stream));
+    }
+  }
+}
+
+template <class N>
+auto materialize(const N& n, temporaries& temps, cudaStream_t stream);
+
+template <class Op, class... Args, std::size_t... Is>
+auto materialize_map(const map_node<Op, Args...>& m, temporaries& temps, cudaStream_t stream,
+                     std::index_sequence<Is...>) {
+  using M = map_node<Op, decltype(materialize(get<Is>(m.args), temps, stream))...>;
+  // Children in order, so that temporaries are produced in tree order.
+  auto kids = pack<decltype(materialize(get<Is>(m.args), temps, stream))...>{
+      materialize(get<Is>(m.args), temps, stream)...};
+  return M{m.op, kids};
+}
+
+/// The tree with every reduction replaced by a leaf over a temporary holding its result.
+template <class N>
+auto materialize(const N& n, temporaries& temps, cudaStream_t stream) {
+  if constexpr (!has_reduction<N>()) {
+    return n;
+  } else if constexpr (is_reduce_node_v<N>) {
+    // The compute type (float for half / bf16), as the row kernel's slots: the map that reads
+    // it computes in that type anyway, and `exp(X) / sum(exp(X))` in half does not overflow.
+    using T = opmath_t<typename N::value_type>;
+    using Space = typename N::space;
+    const auto child = materialize(n.arg, temps, stream);
+    using C = std::remove_cvref_t<decltype(child)>;
+    using M = reduce_node<typename N::reducer_type, C, N::keep, N::axes>;
+    const M m{n.red, child, n.mask};
+    auto t = std::make_shared<tensor<T, N::rank, Space>>(m.shape(), stream);
+    temps.push_back(t);
+    if (t->size() > 0) {
+      reduce_into(t->mutable_node(), m, stream);
+    }
+    return t->node();
+  } else {
+    return materialize_map(n, temps, stream,
+                           std::make_index_sequence<map_arity<N>::value>{});
+  }
+}
+
+/// dst = e, where e holds reductions (shapes checked by assign).
+template <class D, class E>
+void evaluate_reductions(const D& d, const E& e, cudaStream_t stream) {
+  if constexpr (std::is_same_v<typename D::space, device_space>) {
+    if constexpr (row_fusable<E>(D::rank)) {
+      if (try_rows(d, e, stream)) {
+        return;
+      }
+    }
+  }
+  temporaries temps;
+  if constexpr (is_reduce_node_v<E> && E::rank == D::rank) {
+    const auto child = materialize(e.arg, temps, stream);
+    using C = std::remove_cvref_t<decltype(child)>;
+    using M = reduce_node<typename E::reducer_type, C, E::keep, E::axes>;
+    reduce_into(d, M{e.red, child, e.mask}, stream);
+  } else {
+    evaluate(d, materialize(e, temps, stream), stream);
+  }
+}
+
+} // namespace cufuse::detail

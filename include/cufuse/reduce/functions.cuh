@@ -1,0 +1,68 @@
+/// \file Normalizations written as ordinary expressions over the reductions (no hand-written
+/// kernel for each): assigned to a destination of the operand's shape, each runs as ONE row
+/// kernel (reduce/rows.cuh) when its axis is the innermost; `item` brings a value to the host.
+#pragma once
+
+#include "../eval/assign.cuh"
+#include "../expr/functions.cuh"
+#include "node.cuh"
+
+#include <vector>
+
+namespace cufuse {
+
+/// exp(x - amax) / sum(exp(x - amax)) along `axis`, the maximum subtracted first (no overflow).
+template <tensor_operand X>
+auto softmax(const X& x, int axis) {
+  const auto e = exp(x - amax(x, axis, keepdim));
+  return e / sum(e, axis, keepdim);
+}
+
+/// x - logsumexp(x) along `axis`.
+template <tensor_operand X>
+auto log_softmax(const X& x, int axis) {
+  return x - logsumexp(x, axis, keepdim);
+}
+
+/// (x - mean) / sqrt(var + eps) over the last axis (var without correction, as PyTorch), the
+/// variance computed from the centred values (two passes over the row, on chip in the row
+/// kernel).
+template <tensor_operand X>
+auto layer_norm(const X& x, float eps = 1e-5f) {
+  const auto centred = x - mean(x, -1, keepdim);
+  return centred * rsqrt(mean(centred * centred, -1, keepdim) + eps);
+}
+
+/// layer_norm with a scale w and a shift b of the last axis's extent ([n]).
+template <tensor_operand X, tensor_operand W, tensor_operand B>
+auto layer_norm(const X& x, const W& w, const B& b, float eps = 1e-5f) {
+  return layer_norm(x, eps) * w + b;
+}
+
+/// x / sqrt(mean(x^2) + eps) * w over the last axis.
+template <tensor_operand X, tensor_operand W>
+auto rms_norm(const X& x, const W& w, float eps = 1e-6f) {
+  return x * rsqrt(mean(x * x, -1, keepdim) + eps) * w;
+}
+
+/// Evaluates a rank-0 expression (a full reduction: `item(sum(B * C))`) and returns its value on
+/// the host. For a device expression this waits for the current stream.
+template <tensor_operand E>
+auto item(const E& e) {
+  const auto n = detail::to_node(e);
+  using N = decltype(n);
+  static_assert(N::rank == 0, "cufuse::item: the expression must have rank 0 (a full reduction "
+                              "such as sum(x), or a rank-0 tensor)");
+  using T = typename N::value_type;
+  using Space = std::conditional_t<std::is_same_v<typename N::space, host_space>, host_space,
+                                   device_space>;
+  tensor<T, 0, Space> t;
+  cufuse::assign(t, n, current_stream());
+  if constexpr (std::is_same_v<Space, host_space>) {
+    return T(t());
+  } else {
+    return T(t.download()[0]);
+  }
+}
+
+} // namespace cufuse

@@ -1,0 +1,236 @@
+/// \file The reduction kernels: `dst = reduce(map)`, the map evaluated inside (no temporary for
+/// the input). Two shapes of work, chosen by whether the innermost axis of the input is reduced:
+///  - rows: threads of a warp (short rows) or a block (long rows) walk the reduced elements of
+///    one result, consecutive threads on consecutive elements; few results (a full reduction)
+///    split each one over several blocks;
+///  - columns: the innermost axis is kept, so consecutive threads take consecutive results and
+///    walk the reduced axes together (coalesced), eight rows of threads per block, split over
+///    blocks when there are few results.
+/// A split reduction writes one state per (result, split) to a stream-ordered workspace and a
+/// second kernel merges them in split order (deterministic). Warp reductions are CUB's; the step
+/// across the warps of a block is a few lines here because the block size is chosen at run time.
+#pragma once
+
+#include "../core/index.cuh"
+#include "node.cuh"
+
+#include <cub/warp/warp_reduce.cuh>
+
+#include <cstdint>
+
+namespace cufuse::detail {
+
+inline constexpr int reduce_block = 256;
+inline constexpr int reduce_warps = reduce_block / 32;
+inline constexpr int column_rows = reduce_block / 32; // threads along the reduced axes
+inline constexpr int reduce_unroll = 4;
+
+/// How the reduced and kept axes of a rank-R input are walked: a result index o unravels over
+/// the kept axes, a reduced index r over the reduced ones (row-major, the last fastest).
+template <int R>
+struct reduce_geometry {
+  int nk = 0, nr = 0;
+  int kd[R > 0 ? R : 1] = {}, rd[R > 0 ? R : 1] = {};
+  fast_divmod<std::uint64_t> kdiv[R > 0 ? R : 1], rdiv[R > 0 ? R : 1];
+  index_t out_str[R > 0 ? R : 1] = {}; // destination stride of kept axis i
+  index_t results = 1, count = 1;      // O results, N reduced elements each
+  index_t chunk = 0;                   // reduced elements per split
+  int splits = 1;
+};
+
+/// Sets the kept coordinates of o in q; returns the destination offset of result o.
+template <int R>
+CUFUSE_INLINE index_t place_result(const reduce_geometry<R>& g, index_t o, coords<R, index_t>& q) {
+  index_t off = 0;
+  std::uint64_t rest = std::uint64_t(o);
+  for (int i = g.nk - 1; i >= 0; --i) {
+    std::uint64_t c = rest;
+    if (i > 0) {
+      g.kdiv[i].divmod(rest, rest, c);
+    }
+    q.c[g.kd[i]] = index_t(c);
+    off += index_t(c) * g.out_str[i];
+  }
+  return off;
+}
+
+/// Sets the reduced coordinates of r in q.
+template <int R>
+CUFUSE_INLINE void place_reduced(const reduce_geometry<R>& g, index_t r, coords<R, index_t>& q) {
+  std::uint64_t rest = std::uint64_t(r);
+  for (int i = g.nr - 1; i >= 0; --i) {
+    std::uint64_t c = rest;
+    if (i > 0) {
+      g.rdiv[i].divmod(rest, rest, c);
+    }
+    q.c[g.rd[i]] = index_t(c);
+  }
+}
+
+/// Folds reduced elements [begin, end) with stride `step` into s: reduce_unroll evaluations in
+/// flight before they are added (in index order).
+template <class In, class Red, class Arg, int R, class S>
+CUFUSE_DEVICE void fold_range(const Red& red, const Arg& arg, const reduce_geometry<R>& g,
+                              coords<R, index_t> q, index_t begin, index_t end, index_t step,
+                              S& s) {
+  using X = decltype(arg.eval_in(q));
+  index_t r = begin;
+  for (; r + (reduce_unroll - 1) * step < end; r += reduce_unroll * step) {
+    X x[reduce_unroll];
+    CUFUSE_UNROLL
+    for (int u = 0; u < reduce_unroll; ++u) {
+      place_reduced(g, r + u * step, q);
+      x[u] = arg.eval_in(q);
+    }
+    CUFUSE_UNROLL
+    for (int u = 0; u < reduce_unroll; ++u) {
+      red.template add<In>(s, x[u], r + u * step);
+    }
+  }
+  for (; r < end; r += step) {
+    place_reduced(g, r, q);
+    red.template add<In>(s, arg.eval_in(q), r);
+  }
+}
+
+template <class Red, class In>
+struct merge_op {
+  Red red;
+  template <class S>
+  CUFUSE_DEVICE S operator()(const S& a, const S& b) const {
+    return red.template merge<In>(a, b);
+  }
+};
+
+/// Reduces s over the warp (lane 0 gets the result).
+template <class In, class Red, class S>
+CUFUSE_DEVICE S warp_fold(const Red& red, S s) {
+  using warp_reduce = cub::WarpReduce<S>;
+  __shared__ typename warp_reduce::TempStorage temp[32]; // up to 1024 threads
+  return warp_reduce(temp[threadIdx.x / 32]).Reduce(s, merge_op<Red, In>{red});
+}
+
+/// Reduces s over the block (thread 0 gets the result; the warps merge in warp order).
+template <class In, class Red, class S>
+CUFUSE_DEVICE S block_fold(const Red& red, S s) {
+  __shared__ S partial[32];
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int warps = int(blockDim.x) / 32;
+  s = warp_fold<In>(red, s);
+  if (lane == 0) {
+    partial[warp] = s;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < warps; ++w) {
+      s = red.template merge<In>(s, partial[w]);
+    }
+  }
+  __syncthreads(); // partial[] may be reused by the caller's next fold
+  return s;
+}
+
+template <class Out, class In, class Red, class S>
+CUFUSE_DEVICE void finish_result(Out* out, index_t off, const Red& red, const S& s, index_t n) {
+  out[off] = convert<Out>(red.template finish<In>(s, n));
+}
+
+/// Rows: a warp per result when the reduced count is at most a warp's share (`per_warp`), else
+/// blocks per result (g.splits of them, each on g.chunk reduced elements). Split results write
+/// their state to `partial[o * splits + split]`.
+template <bool PerWarp, int R, class Red, class Arg, class Out>
+__global__ void __launch_bounds__(reduce_block)
+    reduce_rows_kernel(Out* out, Red red, Arg arg, reduce_geometry<R> g,
+                       typename Red::template state<typename Arg::value_type>* partial) {
+  using In = typename Arg::value_type;
+  coords<R, index_t> q{};
+  if constexpr (PerWarp) {
+    const index_t warps_total = index_t(gridDim.x) * reduce_warps;
+    const int lane = int(threadIdx.x) % 32;
+    for (index_t o = index_t(blockIdx.x) * reduce_warps + threadIdx.x / 32; o < g.results;
+         o += warps_total) {
+      const index_t off = place_result(g, o, q);
+      auto s = red.template init<In>();
+      fold_range<In>(red, arg, g, q, lane, g.count, 32, s);
+      s = warp_fold<In>(red, s);
+      if (lane == 0) {
+        finish_result<Out, In>(out, off, red, s, g.count);
+      }
+    }
+  } else {
+    const index_t units = g.results * g.splits;
+    for (index_t u = blockIdx.x; u < units; u += gridDim.x) {
+      const index_t o = u / g.splits;
+      const int split = int(u - o * g.splits);
+      const index_t off = place_result(g, o, q);
+      const index_t begin = index_t(split) * g.chunk;
+      const index_t end = begin + g.chunk < g.count ? begin + g.chunk : g.count;
+      auto s = red.template init<In>();
+      fold_range<In>(red, arg, g, q, begin + threadIdx.x, end, index_t(blockDim.x), s);
+      s = block_fold<In>(red, s);
+      if (threadIdx.x == 0) {
+        if (g.splits == 1) {
+          finish_result<Out, In>(out, off, red, s, g.count);
+        } else {
+          partial[u] = s;
+        }
+      }
+    }
+  }
+}
+
+/// Columns: block (32, column_rows); x along results (consecutive in memory), y along the
+/// reduced elements; blockIdx.y is the split.
+template <int R, class Red, class Arg, class Out>
+__global__ void __launch_bounds__(reduce_block)
+    reduce_columns_kernel(Out* out, Red red, Arg arg, reduce_geometry<R> g,
+                          typename Red::template state<typename Arg::value_type>* partial) {
+  using In = typename Arg::value_type;
+  using S = typename Red::template state<In>;
+  __shared__ S rows[column_rows][33];
+  const int split = int(blockIdx.y);
+  const index_t begin = index_t(split) * g.chunk;
+  const index_t end = begin + g.chunk < g.count ? begin + g.chunk : g.count;
+  for (index_t base = index_t(blockIdx.x) * 32; base < g.results; base += index_t(gridDim.x) * 32) {
+    const index_t o = base + threadIdx.x;
+    coords<R, index_t> q{};
+    index_t off = 0;
+    auto s = red.template init<In>();
+    if (o < g.results) {
+      off = place_result(g, o, q);
+      fold_range<In>(red, arg, g, q, begin + threadIdx.y, end, index_t(column_rows), s);
+    }
+    rows[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && o < g.results) {
+      for (int y = 1; y < column_rows; ++y) {
+        s = red.template merge<In>(s, rows[y][threadIdx.x]);
+      }
+      if (g.splits == 1) {
+        finish_result<Out, In>(out, off, red, s, g.count);
+      } else {
+        partial[o * g.splits + split] = s;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+/// Merges the splits of each result in split order and stores it.
+template <int R, class Red, class In, class Out>
+__global__ void __launch_bounds__(reduce_block)
+    reduce_finish_kernel(Out* out, Red red, reduce_geometry<R> g,
+                         const typename Red::template state<In>* partial) {
+  coords<R, index_t> q{};
+  for (index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x; o < g.results;
+       o += index_t(gridDim.x) * blockDim.x) {
+    const index_t off = place_result(g, o, q);
+    auto s = partial[o * g.splits];
+    for (int k = 1; k < g.splits; ++k) {
+      s = red.template merge<In>(s, partial[o * g.splits + k]);
+    }
+    finish_result<Out, In>(out, off, red, s, g.count);
+  }
+}
+
+} // namespace cufuse::detail

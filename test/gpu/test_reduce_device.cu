@@ -1,0 +1,223 @@
+// What only a GPU can show about reductions: softmax / layer_norm / rms_norm and the row forms
+// are ONE kernel (graph capture); var of 2^28 values around 1e4; the 64-bit path past 2^31
+// elements (through a broadcast); rows longer than shared memory holds; a captured pipeline
+// replayed 100 times with new inputs; reductions in a user's kernel.
+#include "../support/graph_count.cuh"
+#include "../support/harness.cuh"
+
+#include <cmath>
+
+#define CHECK_CUDA(call) REQUIRE((call) == cudaSuccess)
+
+namespace {
+
+using cufuse::index_t;
+
+std::vector<float> rnd(std::size_t n, float lo = -2, float hi = 2) {
+  std::mt19937_64 rng(cft::next_seed());
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    x = u(rng);
+  }
+  return v;
+}
+
+template <class Expr>
+__global__ void read_rows(Expr e, float* out, index_t rows, index_t cols) {
+  const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < rows * cols) {
+    out[i] = e(i / cols, i % cols);
+  }
+}
+
+} // namespace
+
+TEST_CASE("softmax, log_softmax, layer_norm, rms_norm, row forms: one kernel each", "[reduce_gpu]") {
+  const index_t m = 300, n = 1000;
+  cufuse::tensor<float, 2> X({m, n}), Y({m, n});
+  cufuse::tensor<float, 1> w({n}), b({n}), r({m});
+  cufuse::tensor<__nv_bfloat16, 2> H({m, n}), G({m, n});
+  X.upload(rnd(std::size_t(m * n)));
+  w.upload(rnd(std::size_t(n)));
+  b.upload(rnd(std::size_t(n)));
+  H = X;
+  CHECK_CUDA(cudaDeviceSynchronize());
+  auto one = [&](const char* what, auto&& body) {
+    for (int rep = 0; rep < 2; ++rep) {
+      const auto [nodes, kernels] = cft::count_kernels(body);
+      INFO(what);
+      CHECK(nodes == 1);
+      CHECK(kernels == 1);
+    }
+  };
+  one("softmax", [&] { Y = cufuse::softmax(X, -1); });
+  one("softmax bf16", [&] { G = cufuse::softmax(H, -1); });
+  one("log_softmax", [&] { Y = cufuse::log_softmax(X, -1); });
+  one("layer_norm", [&] { Y = cufuse::layer_norm(X, w, b, 1e-5f); });
+  one("layer_norm bf16", [&] { G = cufuse::layer_norm(H, w, b, 1e-5f); });
+  one("rms_norm", [&] { Y = cufuse::rms_norm(X, w, 1e-6f); });
+  one("X - amax(X, -1, keepdim)", [&] { Y = X - cufuse::amax(X, -1, cufuse::keepdim); });
+  one("exp(X) / sum(exp(X), -1, keepdim)",
+      [&] { Y = cufuse::exp(X) / cufuse::sum(cufuse::exp(X), -1, cufuse::keepdim); });
+  one("sum(X * 2, 1)", [&] { r = cufuse::sum(X * 2, 1); });
+  one("amax(X, -1)", [&] { r = cufuse::amax(X, -1); });
+  // A full reduction splits over blocks: the partial kernel and the merge (plus the workspace).
+  const auto [nodes, kernels] = cft::count_kernels([&] {
+    cufuse::tensor<float, 0> d;
+    d = cufuse::sum(X * X);
+  });
+  CHECK(kernels == 2);
+  (void)nodes;
+}
+
+TEST_CASE("var of 2^28 values around 1e4 is accurate to 1e-6 relative", "[reduce_gpu][large]") {
+  const index_t n = index_t(1) << 28;
+  std::vector<float> v(std::size_t(n));
+  std::mt19937_64 rng(cft::next_seed());
+  std::normal_distribution<double> g(1e4, 1.0);
+  for (auto& x : v) {
+    x = float(g(rng));
+  }
+  double mean = 0;
+  for (float x : v) mean += x;
+  mean /= double(n);
+  double m2 = 0;
+  for (float x : v) m2 += (x - mean) * (x - mean);
+  const double ref = m2 / double(n - 1);
+  cufuse::tensor<float, 1> X(cufuse::extents<1>(n));
+  X.upload(v);
+  const double got = cufuse::item(cufuse::var(X));
+  INFO("var got " << got << " expected " << ref);
+  CHECK(std::fabs(got - ref) <= 1e-6 * ref);
+  const double gstd = cufuse::item(cufuse::std(X));
+  CHECK(std::fabs(gstd - std::sqrt(ref)) <= 1e-6 * std::sqrt(ref));
+  const double gmean = cufuse::item(cufuse::mean(X));
+  CHECK(std::fabs(gmean - mean) <= 1e-6 * mean);
+}
+
+TEST_CASE("reductions past 2^31 elements use 64-bit indices", "[reduce_gpu][large]") {
+  // [65536, 1] + [1, 32769] broadcasts to 2^31 + 2^16 elements without storing them
+  const index_t rows = 65536, cols = 32769;
+  cufuse::tensor<std::int32_t, 2> A({rows, index_t(1)}), B({index_t(1), cols});
+  std::vector<std::int32_t> a(std::size_t(rows)), bb(std::size_t(cols));
+  std::mt19937_64 rng(cft::next_seed());
+  std::uniform_int_distribution<int> u(-1000, 1000);
+  std::int64_t sa = 0, sb = 0;
+  for (auto& x : a) sa += (x = u(rng));
+  for (auto& x : bb) sb += (x = u(rng));
+  A.upload(a);
+  B.upload(bb);
+  const std::int64_t total = cufuse::item(cufuse::sum(A + B));
+  CHECK(total == cols * sa + rows * sb);
+  cufuse::tensor<std::int64_t, 1> per_row({rows});
+  per_row = cufuse::sum(A + B, 1);
+  const auto got = per_row.download();
+  index_t bad = 0;
+  for (index_t i = 0; i < rows; ++i) {
+    bad += got[std::size_t(i)] != cols * std::int64_t(a[std::size_t(i)]) + sb;
+  }
+  CHECK(bad == 0);
+  cufuse::tensor<std::int64_t, 1> per_col({cols});
+  per_col = cufuse::sum(A + B, 0);
+  const auto gc = per_col.download();
+  bad = 0;
+  for (index_t j = 0; j < cols; ++j) {
+    bad += gc[std::size_t(j)] != sa + rows * std::int64_t(bb[std::size_t(j)]);
+  }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("rows longer than shared memory holds: softmax of 2^20 columns", "[reduce_gpu]") {
+  const index_t m = 3, n = index_t(1) << 20;
+  const auto v = rnd(std::size_t(m * n), -20, 20);
+  cufuse::tensor<float, 2> X({m, n}), Y({m, n});
+  X.upload(v);
+  Y.fill(std::numeric_limits<float>::quiet_NaN());
+  const auto [nodes, kernels] = cft::count_kernels([&] { Y = cufuse::softmax(X, -1); });
+  CHECK(kernels == 1);
+  (void)nodes;
+  const auto got = Y.download();
+  index_t bad = 0;
+  for (index_t r = 0; r < m; ++r) {
+    double mx = -INFINITY, s = 0;
+    for (index_t j = 0; j < n; ++j) mx = std::max(mx, double(v[std::size_t(r * n + j)]));
+    for (index_t j = 0; j < n; ++j) s += std::exp(double(v[std::size_t(r * n + j)]) - mx);
+    for (index_t j = 0; j < n; ++j) {
+      const double ref = std::exp(double(v[std::size_t(r * n + j)]) - mx) / s;
+      bad += !(std::fabs(got[std::size_t(r * n + j)] - ref) <= 1e-5 * ref + 1e-12);
+    }
+  }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("a captured pipeline replays 100 times with new inputs", "[reduce_gpu][graph]") {
+  const index_t m = 64, n = 333;
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  {
+    cufuse::stream_guard guard(s);
+    cufuse::tensor<float, 2> X({m, n}), Y({m, n});
+    cufuse::tensor<float, 1> r({n});
+    cufuse::tensor<float, 0> total;
+    auto g = cufuse::capture(s, [&] {
+      Y = cufuse::softmax(X, -1);
+      r = cufuse::sum(Y * X, 0);
+      total = cufuse::sum(X);
+    });
+    index_t bad = 0;
+    for (int rep = 0; rep < 100; ++rep) {
+      const auto v = rnd(std::size_t(m * n), -4, 4);
+      X.upload(v);
+      g.launch(s);
+      const auto y = Y.download();
+      const auto rr = r.download();
+      const double tot = total.download()[0];
+      std::vector<double> col(std::size_t(n), 0.0);
+      double t = 0;
+      for (index_t i = 0; i < m; ++i) {
+        double mx = -INFINITY, sum = 0;
+        for (index_t j = 0; j < n; ++j) mx = std::max(mx, double(v[std::size_t(i * n + j)]));
+        for (index_t j = 0; j < n; ++j) sum += std::exp(double(v[std::size_t(i * n + j)]) - mx);
+        for (index_t j = 0; j < n; ++j) {
+          const double x = v[std::size_t(i * n + j)];
+          const double ref = std::exp(x - mx) / sum;
+          bad += !(std::fabs(y[std::size_t(i * n + j)] - ref) <= 1e-5 * ref + 1e-7);
+          col[std::size_t(j)] += ref * x;
+          t += x;
+        }
+      }
+      for (index_t j = 0; j < n; ++j) {
+        bad += !(std::fabs(rr[std::size_t(j)] - col[std::size_t(j)]) <= 1e-4);
+      }
+      bad += !(std::fabs(tot - t) <= 1e-6 * 4 * double(m * n));
+    }
+    CHECK(bad == 0);
+  }
+  CHECK_CUDA(cudaStreamDestroy(s));
+}
+
+TEST_CASE("a reduction in a user's kernel evaluates per element", "[reduce_gpu]") {
+  const index_t m = 7, n = 50;
+  const auto v = rnd(std::size_t(m * n));
+  cufuse::tensor<float, 2> X({m, n});
+  X.upload(v);
+  float* out = nullptr;
+  CHECK_CUDA(cudaMalloc(&out, sizeof(float) * std::size_t(m * n)));
+  const auto e = X - cufuse::mean(X, -1, cufuse::keepdim);
+  read_rows<<<unsigned((m * n + 127) / 128), 128>>>(e, out, m, n);
+  CHECK_CUDA(cudaGetLastError());
+  std::vector<float> got(std::size_t(m * n));
+  CHECK_CUDA(cudaMemcpy(got.data(), out, sizeof(float) * got.size(), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaFree(out));
+  index_t bad = 0;
+  for (index_t i = 0; i < m; ++i) {
+    double mean = 0;
+    for (index_t j = 0; j < n; ++j) mean += v[std::size_t(i * n + j)];
+    mean /= double(n);
+    for (index_t j = 0; j < n; ++j) {
+      bad += !(std::fabs(got[std::size_t(i * n + j)] - (v[std::size_t(i * n + j)] - mean)) <= 1e-5);
+    }
+  }
+  CHECK(bad == 0);
+}
