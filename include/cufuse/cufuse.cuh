@@ -10,6 +10,7 @@
 #include "core/index.cuh"
 #include "core/types.cuh"
 #include "eval/assign.cuh"
+#include "eval/multi.cuh"
 #include "graph.cuh"
 #include "expr/broadcast.cuh"
 #include "expr/functions.cuh"

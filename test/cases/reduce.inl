@@ -534,3 +534,81 @@ TEST_CASE("reductions of other placements materialize correctly", "[reduce]") {
   }
   expect_values<float>("transpose(T) = softmax(X, -1)", gt, sm);
 }
+
+TEST_CASE("tie(...) = pack(...): several outputs of one shape, and the row form", "[reduce]") {
+  const index_t m = 6, n = 129;
+  auto X = rrandom<float, 2>({m, n});
+  auto bias = rrandom<float, 1>(cufuse::extents<1>(n));
+  cufuse::tensor<float, 2, space> A({m, n}), B({m, n});
+  cufuse::tensor<__nv_bfloat16, 2, space> C({m, n});
+  rpoison(A);
+  rpoison(B);
+  rpoison(C);
+  // broadcasting inputs, different output dtypes
+  cufuse::tie(A, B, C) = cufuse::pack(X.t + bias.t, cufuse::relu(X.t + bias.t), X.t * 2);
+  std::vector<double> ra, rb, rc;
+  for (index_t i = 0; i < m * n; ++i) {
+    const double v = X.v[std::size_t(i)] + bias.v[std::size_t(i % n)];
+    ra.push_back(v);
+    rb.push_back(v < 0 ? 0 : v);
+    rc.push_back(2 * X.v[std::size_t(i)]);
+  }
+  expect_values<float>("tie: X + bias", rvalues(A), ra);
+  expect_values<float>("tie: relu(X + bias)", rvalues(B), rb);
+  expect_values<__nv_bfloat16>("tie: X * 2 (bf16)", rvalues(C), rc);
+  // layer_norm's forward for training: the output, and the per-row mean and rstd
+  cufuse::tensor<float, 2, space> Y({m, n}), mu({m, 1}), rstd({m, 1});
+  rpoison(Y);
+  rpoison(mu);
+  rpoison(rstd);
+  const auto mean = cufuse::mean(X.t, -1, cufuse::keepdim);
+  const auto centred = X.t - mean;
+  const auto rs = cufuse::rsqrt(cufuse::mean(centred * centred, -1, cufuse::keepdim) + 1e-5f);
+  cufuse::tie(Y, mu, rstd) = cufuse::pack(centred * rs, mean, rs);
+  std::vector<double> ry, rm, rr;
+  for (index_t i = 0; i < m; ++i) {
+    double mm = 0, v = 0;
+    for (index_t j = 0; j < n; ++j) mm += X.v[std::size_t(i * n + j)];
+    mm /= double(n);
+    for (index_t j = 0; j < n; ++j) v += std::pow(X.v[std::size_t(i * n + j)] - mm, 2);
+    v /= double(n);
+    rm.push_back(mm);
+    rr.push_back(1 / std::sqrt(v + 1e-5));
+    for (index_t j = 0; j < n; ++j) ry.push_back((X.v[std::size_t(i * n + j)] - mm) * rr.back());
+  }
+  expect_values<float>("tie: layer_norm output", rvalues(Y), ry);
+  expect_values<float>("tie: per-row mean", rvalues(mu), rm);
+  expect_values<float>("tie: per-row rstd", rvalues(rstd), rr);
+  // an output that is also an input, read at other elements: evaluated as if all first
+  rpoison(B);
+  A = X.t;
+  cufuse::tie(A, B) = cufuse::pack(cufuse::transpose(cufuse::reshape(A, {n, m})) * 0 + 1,
+                                   A + 1);
+  std::vector<double> ones(std::size_t(m * n), 1.0), xp1;
+  for (double v : X.v) xp1.push_back(v + 1);
+  expect_values<float>("tie with aliasing: B = A + 1 reads the old A", rvalues(B), xp1);
+  // mismatched shapes name every shape
+  cufuse::tensor<float, 2, space> small({m, n - 1});
+  CHECK_THROWS_WITH((cufuse::tie(A, small) = cufuse::pack(X.t, X.t)),
+                    Catch::Contains("[6, 129]") && Catch::Contains("[6, 128]"));
+}
+
+TEST_CASE("in-place and overlapping destinations of reductions", "[reduce]") {
+  const index_t m = 5, n = 300;
+  auto X = rrandom<float, 2>({m, n});
+  const auto ref = per_row(X.v, m, n, ref_softmax);
+  X.t = cufuse::softmax(X.t, -1); // in place: each row is read whole before it is written
+  expect_values<float>("X = softmax(X) in place", rvalues(X.t), ref);
+  auto Z = rrandom<float, 2>({m, n});
+  std::vector<double> rs;
+  for (index_t i = 0; i < m; ++i) {
+    double s = 0;
+    for (index_t j = 0; j < n; ++j) s += Z.v[std::size_t(i * n + j)];
+    rs.push_back(s);
+  }
+  cufuse::slice(Z.t, cufuse::all, 0) = cufuse::sum(Z.t, 1); // the result lands inside the input
+  const auto got = rvalues(Z.t);
+  std::vector<double> col;
+  for (index_t i = 0; i < m; ++i) col.push_back(got[std::size_t(i * n)]);
+  expect_values<float>("slice(Z, all, 0) = sum(Z, 1)", col, rs);
+}

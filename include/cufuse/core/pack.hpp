@@ -28,6 +28,15 @@ CUFUSE_INLINE constexpr const auto& get(const pack<T, Ts...>& p) {
   }
 }
 
+template <std::size_t I, class T, class... Ts>
+CUFUSE_INLINE constexpr auto& get(pack<T, Ts...>& p) {
+  if constexpr (I == 0) {
+    return p.head;
+  } else {
+    return get<I - 1>(p.tail);
+  }
+}
+
 template <class... Ts>
 CUFUSE_INLINE constexpr pack<Ts...> make_pack(const Ts&... ts) {
   return pack<Ts...>{ts...};

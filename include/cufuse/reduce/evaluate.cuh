@@ -207,7 +207,26 @@ void evaluate_reductions(const D& d, const E& e, cudaStream_t stream) {
     const auto child = materialize(e.arg, temps, stream);
     using C = std::remove_cvref_t<decltype(child)>;
     using M = reduce_node<typename E::reducer_type, C, E::keep, E::axes>;
-    reduce_into(d, M{e.red, child, e.mask}, stream);
+    const M m{e.red, child, e.mask};
+    // Blocks of a split reduction read what others may have written: a destination inside the
+    // input gets its result through a temporary.
+    bool overlap = false;
+    auto visit = [&](const auto& l) {
+      using L = std::remove_cvref_t<decltype(l)>;
+      const auto lo = reinterpret_cast<std::uintptr_t>(l.ptr);
+      const auto hi = lo + std::uintptr_t(span_of(l.shp, l.str)) * sizeof(typename L::value_type);
+      const auto dlo = reinterpret_cast<std::uintptr_t>(d.ptr);
+      const auto dhi = dlo + std::uintptr_t(span_of(d.shp, d.str)) * sizeof(typename D::value_type);
+      overlap = overlap || (lo < dhi && dlo < hi);
+    };
+    for_each_leaf(child, visit);
+    if (!overlap) {
+      reduce_into(d, m, stream);
+    } else {
+      tensor<typename D::value_type, D::rank, typename D::space> t(d.shape(), stream);
+      reduce_into(t.mutable_node(), m, stream);
+      evaluate(d, t.node(), stream);
+    }
   } else {
     evaluate(d, materialize(e, temps, stream), stream);
   }

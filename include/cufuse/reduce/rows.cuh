@@ -87,6 +87,11 @@ struct row_reduce {
   }
 };
 
+template <class T, class... Ts>
+struct get_first {
+  using type = T;
+};
+
 template <class N>
 inline constexpr bool is_row_reduce_v = false;
 template <class Red, class Arg, class In, int Slot>
@@ -217,20 +222,25 @@ CUFUSE_HOST_DEVICE void for_each_row_node(N& n, F& f) {
     f(n);
   } else if constexpr (map_arity<N>::value > 0) {
     [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-      (for_each_row_node(const_cast<std::remove_cvref_t<decltype(get<Is>(n.args))>&>(get<Is>(n.args)),
-                         f),
-       ...);
+      (for_each_row_node(get<Is>(n.args), f), ...);
     }(std::make_index_sequence<map_arity<N>::value>{});
   }
 }
 
-/// The row geometry: `rows` rows of `n` columns; leading coordinates unravel over `lead`.
+/// The row geometry: `rows` rows of `n` columns; leading coordinates unravel over `shape`.
 template <int R>
 struct row_walk {
   index_t rows = 0, n = 0;
   extents<R> shape;
   fast_divmod<std::uint64_t> div[R];
-  strides<R> out; // destination strides
+};
+
+/// An output of the row kernel: the whole row, or (per_row) one value per row at column 0.
+template <class T, int R>
+struct row_out {
+  T* ptr;
+  strides<R> str;
+  bool per_row;
 };
 
 /// Moves every leaf's pointer to the start of row `c` (the leading coordinates).
@@ -251,9 +261,24 @@ CUFUSE_DEVICE void rebase(Tree& t, const coords<R, index_t>& c) {
   for_each_row_node(t, f);
 }
 
-template <int R, class Tree, class Out>
-__global__ void __launch_bounds__(1024)
-    rows_kernel(Out* out, Tree tree, row_walk<R> w) {
+/// f(integral_constant<k>) for k < N, on the host.
+template <std::size_t N, class F>
+void for_index(F&& f) {
+  [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
+    (f(std::integral_constant<std::size_t, Ks>{}), ...);
+  }(std::make_index_sequence<N>{});
+}
+/// The same in a kernel.
+template <std::size_t N, class F>
+CUFUSE_DEVICE void for_index_device(F&& f) {
+  [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
+    (f(std::integral_constant<std::size_t, Ks>{}), ...);
+  }(std::make_index_sequence<N>{});
+}
+
+/// Trees and Outs: packs of K bound trees and their outputs (tie / pack: K > 1).
+template <int R, std::size_t K, class Trees, class Outs>
+__global__ void __launch_bounds__(1024) rows_kernel(Outs outs, Trees trees, row_walk<R> w) {
   extern __shared__ __align__(16) unsigned char staged[];
   __shared__ __align__(8) unsigned char slots[8 * max_row_slots];
   const index_t n = w.n;
@@ -261,17 +286,15 @@ __global__ void __launch_bounds__(1024)
   for (index_t row = blockIdx.x; row < w.rows; row += gridDim.x) {
     coords<R, index_t> c{};
     std::uint64_t rest = std::uint64_t(row);
-    index_t out_off = 0;
     for (int d = R - 2; d >= 0; --d) {
       std::uint64_t q = rest;
       if (d > 0) {
         w.div[d].divmod(rest, rest, q);
       }
       c.c[d] = index_t(q);
-      out_off += index_t(q) * w.out[d];
     }
-    Tree t = tree;
-    rebase(t, c);
+    Trees t = trees;
+    for_index_device<K>([&](auto k) { rebase(get<std::remove_cvref_t<decltype(k)>::value>(t), c); });
     // 1. stage the rows read more than once
     auto stage = [&](auto& node) {
       using X = std::remove_cvref_t<decltype(node)>;
@@ -285,7 +308,7 @@ __global__ void __launch_bounds__(1024)
         }
       }
     };
-    for_each_row_node(t, stage);
+    for_index_device<K>([&](auto k) { for_each_row_node(get<std::remove_cvref_t<decltype(k)>::value>(t), stage); });
     __syncthreads();
     // 2. the reductions, inner ones first
     auto reduce = [&](auto& node) {
@@ -307,37 +330,77 @@ __global__ void __launch_bounds__(1024)
         __syncthreads();
       }
     };
-    for_each_row_node(t, reduce);
-    // 3. the map, stored
-    Out* dst = out + out_off;
-    const index_t os = w.out[R - 1];
-    for (index_t j = tid; j < n; j += threads) {
-      dst[j * os] = convert<Out>(t.eval_in(row_pos{j, staged, slots}));
-    }
+    for_index_device<K>([&](auto k) { for_each_row_node(get<std::remove_cvref_t<decltype(k)>::value>(t), reduce); });
+    // 3. the maps, stored
+    for_index_device<K>([&](auto k) {
+      const auto& o = get<std::remove_cvref_t<decltype(k)>::value>(outs);
+      using T = std::remove_pointer_t<decltype(o.ptr)>;
+      index_t off = 0;
+      for (int d = 0; d < R - 1; ++d) {
+        off += c.c[d] * o.str[d];
+      }
+      T* dst = o.ptr + off;
+      const index_t os = o.str[R - 1];
+      const index_t end = o.per_row ? 1 : n;
+      for (index_t j = tid; j < end; j += threads) {
+        dst[j * os] = convert<T>(get<std::remove_cvref_t<decltype(k)>::value>(t).eval_in(row_pos{j, staged, slots}));
+      }
+    });
     __syncthreads(); // the next row reuses the staged rows and slots
   }
 }
 
-/// Runs `dst = e` as the row kernel when the shapes and axes allow; false otherwise.
-template <class D, class E>
-bool try_rows(const D& d, const E& e, cudaStream_t stream) {
-  constexpr int R = D::rank;
-  constexpr int L = all_leaves<E>();
-  using T = typename D::value_type;
-  const auto shape = d.shape();
-  bool ok = true;
-  auto check = [&](const auto& node, auto& self) -> void {
+/// Visits the user's trees: f on reductions (post-order) and leaves, through maps.
+template <class N, class F>
+void visit_tree(const N& node, F& f) {
+  if constexpr (is_reduce_node_v<N>) {
+    visit_tree(node.arg, f);
+    f(node);
+  } else if constexpr (is_leaf_node_v<N>) {
+    f(node);
+  } else if constexpr (map_arity<N>::value > 0) {
+    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      (visit_tree(get<Is>(node.args), f), ...);
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  }
+}
+
+template <class... Es>
+constexpr int leaves_before(std::size_t k) {
+  const int c[] = {all_leaves<Es>()..., 0};
+  int s = 0;
+  for (std::size_t i = 0; i < k; ++i) {
+    s += c[i];
+  }
+  return s;
+}
+template <class... Es>
+constexpr int slots_before(std::size_t k) {
+  const int c[] = {reduction_count<Es>()..., 0};
+  int s = 0;
+  for (std::size_t i = 0; i < k; ++i) {
+    s += c[i];
+  }
+  return s;
+}
+
+/// Runs outputs[k] = exprs[k] (k < K) as ONE row kernel when the shapes and axes allow; false
+/// otherwise (nothing was issued). `shape`: the full shape; an output whose shape has extent 1
+/// in the last dimension where `shape` does not is written once per row.
+template <int R, class... Ds, class... Es>
+bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack<Es...>& exprs,
+                    cudaStream_t stream) {
+  constexpr std::size_t K = sizeof...(Es);
+  constexpr int L = (0 + ... + all_leaves<Es>());
+  static_assert((0 + ... + reduction_count<Es>()) <= max_row_slots);
+  bool ok = shape[R - 1] > 0;
+  auto check = [&](const auto& node) {
     using N = std::remove_cvref_t<decltype(node)>;
     if constexpr (is_reduce_node_v<N>) {
       ok = ok && node.mask == (1u << (R - 1)) && node.arg.shape() == shape;
-      self(node.arg, self);
-    } else if constexpr (map_arity<N>::value > 0) {
-      [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-        (self(get<Is>(node.args), self), ...);
-      }(std::make_index_sequence<map_arity<N>::value>{});
     }
   };
-  check(e, check);
+  for_index<K>([&](auto k) { visit_tree(get<std::remove_cvref_t<decltype(k)>::value>(exprs), check); });
   if (!ok) {
     return false;
   }
@@ -348,9 +411,9 @@ bool try_rows(const D& d, const E& e, cudaStream_t stream) {
     int elem;
     strides<R> str;
   };
-  std::array<info, L> leaves{};
+  std::array<info, (L > 0 ? L : 1)> leaves{};
   int next = 0;
-  auto collect = [&](const auto& node, auto& self) -> void {
+  auto collect = [&](const auto& node) {
     using N = std::remove_cvref_t<decltype(node)>;
     if constexpr (is_leaf_node_v<N>) {
       info& i = leaves[next++];
@@ -360,15 +423,30 @@ bool try_rows(const D& d, const E& e, cudaStream_t stream) {
         const int s = k - (R - N::rank);
         i.str[k] = s >= 0 ? node.str[s] : 0;
       }
-    } else if constexpr (is_reduce_node_v<N>) {
-      self(node.arg, self);
-    } else if constexpr (map_arity<N>::value > 0) {
-      [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-        (self(get<Is>(node.args), self), ...);
-      }(std::make_index_sequence<map_arity<N>::value>{});
     }
   };
-  collect(e, collect);
+  for_index<K>([&](auto k) { visit_tree(get<std::remove_cvref_t<decltype(k)>::value>(exprs), collect); });
+  // An output that overlaps an operand read at other elements (a shifted or transposed view of
+  // it) would be read after it is written: not this kernel. The same layout is fine: a row is
+  // read whole before it is written.
+  bool alias = false;
+  for_index<K>([&](auto k) {
+    const auto& dst = get<std::remove_cvref_t<decltype(k)>::value>(dsts);
+    operand_info<R> di{};
+    di.ptr = dst.ptr;
+    di.elem = int(sizeof(typename std::remove_cvref_t<decltype(dst)>::value_type));
+    di.str = dst.str;
+    for (int l = 0; l < L; ++l) {
+      operand_info<R> o{};
+      o.ptr = leaves[l].ptr;
+      o.elem = leaves[l].elem;
+      o.str = leaves[l].str;
+      alias = alias || overlaps_elsewhere(di, o, shape);
+    }
+  });
+  if (alias) {
+    return false;
+  }
   row_layout<R, L> lay{};
   int bytes = 0;
   for (int l = 0; l < L; ++l) {
@@ -401,14 +479,12 @@ bool try_rows(const D& d, const E& e, cudaStream_t stream) {
   struct seen {
     const void* type;
     const void* node;
-    std::size_t size;
   };
   std::array<seen, max_row_slots> reds{};
   int slot = 0;
-  auto dedupe = [&](const auto& node, auto& self) -> void {
+  auto dedupe = [&](const auto& node) {
     using N = std::remove_cvref_t<decltype(node)>;
     if constexpr (is_reduce_node_v<N>) {
-      self(node.arg, self);
       lay.from[slot] = slot;
       for (int k = 0; k < slot; ++k) {
         if (reds[k].type == &type_tag<N> && std::memcmp(reds[k].node, &node, sizeof(N)) == 0) {
@@ -416,28 +492,32 @@ bool try_rows(const D& d, const E& e, cudaStream_t stream) {
           break;
         }
       }
-      reds[slot++] = {&type_tag<N>, &node, sizeof(N)};
-    } else if constexpr (map_arity<N>::value > 0) {
-      [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-        (self(get<Is>(node.args), self), ...);
-      }(std::make_index_sequence<map_arity<N>::value>{});
+      reds[slot++] = {&type_tag<N>, &node};
     }
   };
-  dedupe(e, dedupe);
-  const auto tree = bind_rows<0, 0>(e, lay);
+  for_index<K>([&](auto k) { visit_tree(get<std::remove_cvref_t<decltype(k)>::value>(exprs), dedupe); });
+  const auto trees = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
+    return make_pack(
+        bind_rows<leaves_before<Es...>(Ks), slots_before<Es...>(Ks)>(get<Ks>(exprs), lay)...);
+  }(std::make_index_sequence<K>{});
+  const auto outs = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
+    return make_pack(row_out<typename Ds::value_type, R>{
+        get<Ks>(dsts).ptr, get<Ks>(dsts).str,
+        get<Ks>(dsts).shp[R - 1] == 1 && shape[R - 1] != 1}...);
+  }(std::make_index_sequence<K>{});
   row_walk<R> w{};
   w.n = n;
   w.rows = shape.size() / n;
   w.shape = shape;
   for (int k = 0; k < R; ++k) {
     w.div[k] = fast_divmod<std::uint64_t>(std::uint64_t(shape[k] > 0 ? shape[k] : 1));
-    w.out[k] = d.str[k];
   }
   int threads = 64;
   while (threads < 1024 && threads * 8 < n) {
     threads *= 2;
   }
-  constexpr auto kernel = &rows_kernel<R, std::remove_cvref_t<decltype(tree)>, T>;
+  constexpr auto kernel =
+      &rows_kernel<R, K, std::remove_cvref_t<decltype(trees)>, std::remove_cvref_t<decltype(outs)>>;
   if (bytes > 48 * 1024) {
     static std::atomic<bool> opted_in[max_cached_devices] = {};
     int dev = 0;
@@ -451,9 +531,16 @@ bool try_rows(const D& d, const E& e, cudaStream_t stream) {
     }
   }
   const index_t grid = w.rows < max_grid_blocks ? w.rows : max_grid_blocks;
-  kernel<<<unsigned(grid), threads, bytes, stream>>>(d.ptr, tree, w);
-  check_launch<T>("rows_kernel<<<>>>", shape.size(), grid, threads, stream);
+  kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
+  check_launch<typename get_first<Ds...>::type::value_type>("rows_kernel<<<>>>", shape.size(),
+                                                            grid, threads, stream);
   return true;
+}
+
+/// dst = e as the row kernel when the shapes and axes allow; false otherwise.
+template <class D, class E>
+bool try_rows(const D& d, const E& e, cudaStream_t stream) {
+  return try_rows_multi<D::rank>(d.shape(), make_pack(d), make_pack(e), stream);
 }
 
 } // namespace cufuse::detail
