@@ -164,7 +164,7 @@ void full(std::vector<row>& rows) {
   std::mt19937_64 rng(13);
   timer tm;
   const index_t n = index_t(1) << 28;
-  cufuse::tensor<float, 1> B(cufuse::extents<1>(n)), C(cufuse::extents<1>(n));
+  cufuse::tensor<float, 1> B{cufuse::extents<1>(n)}, C{cufuse::extents<1>(n)};
   const auto b = random_fill(B, rng), c = random_fill(C, rng);
   cufuse::tensor<float, 0> d;
   cufuse::tensor<std::int64_t, 0> am;

@@ -73,7 +73,7 @@ TEST_CASE("softmax, log_softmax, layer_norm, rms_norm, row forms: one kernel eac
 
 TEST_CASE("var of 2^28 values around 1e4 is accurate to 1e-6 relative", "[reduce_gpu][large]") {
   const index_t n = index_t(1) << 28;
-  std::vector<float> v(std::size_t(n));
+  std::vector<float> v(static_cast<std::size_t>(n));
   std::mt19937_64 rng(cft::next_seed());
   std::normal_distribution<double> g(1e4, 1.0);
   for (auto& x : v) {
@@ -85,7 +85,7 @@ TEST_CASE("var of 2^28 values around 1e4 is accurate to 1e-6 relative", "[reduce
   double m2 = 0;
   for (float x : v) m2 += (x - mean) * (x - mean);
   const double ref = m2 / double(n - 1);
-  cufuse::tensor<float, 1> X(cufuse::extents<1>(n));
+  cufuse::tensor<float, 1> X{cufuse::extents<1>(n)};
   X.upload(v);
   const double got = cufuse::item(cufuse::var(X));
   INFO("var got " << got << " expected " << ref);
@@ -100,7 +100,7 @@ TEST_CASE("reductions past 2^31 elements use 64-bit indices", "[reduce_gpu][larg
   // [65536, 1] + [1, 32769] broadcasts to 2^31 + 2^16 elements without storing them
   const index_t rows = 65536, cols = 32769;
   cufuse::tensor<std::int32_t, 2> A({rows, index_t(1)}), B({index_t(1), cols});
-  std::vector<std::int32_t> a(std::size_t(rows)), bb(std::size_t(cols));
+  std::vector<std::int32_t> a(static_cast<std::size_t>(rows)), bb(static_cast<std::size_t>(cols));
   std::mt19937_64 rng(cft::next_seed());
   std::uniform_int_distribution<int> u(-1000, 1000);
   std::int64_t sa = 0, sb = 0;
