@@ -42,20 +42,20 @@ reduce_geometry<N::arg_rank> geometry_of(const N& n, const strides<OutRank>& dst
   const auto in = n.arg.shape();
   int o = 0;
   for (int d = 0; d < R; ++d) {
+    g.div[d] = fast_divmod<std::uint64_t>(std::uint64_t(in[d] > 0 ? in[d] : 1));
     if (n.reduces(d)) {
-      g.rd[g.nr] = d;
-      g.rdiv[g.nr] = fast_divmod<std::uint64_t>(std::uint64_t(in[d] > 0 ? in[d] : 1));
+      g.rd[g.nr++] = d;
+      g.reduced |= 1u << d;
+      g.first_r = g.first_r < 0 ? d : g.first_r;
       g.count *= in[d];
-      ++g.nr;
       if (N::keep) {
         ++o;
       }
     } else {
-      g.kd[g.nk] = d;
-      g.kdiv[g.nk] = fast_divmod<std::uint64_t>(std::uint64_t(in[d] > 0 ? in[d] : 1));
-      g.out_str[g.nk] = in[d] == 1 ? 0 : dst_str[o];
+      g.kd[g.nk++] = d;
+      g.first_k = g.first_k < 0 ? d : g.first_k;
+      g.out_str[d] = in[d] == 1 ? 0 : dst_str[o];
       g.results *= in[d];
-      ++g.nk;
       ++o;
     }
   }

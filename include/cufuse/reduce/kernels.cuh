@@ -30,26 +30,35 @@ inline constexpr int reduce_unroll = 4;
 template <int R>
 struct reduce_geometry {
   int nk = 0, nr = 0;
-  int kd[R > 0 ? R : 1] = {}, rd[R > 0 ? R : 1] = {};
-  fast_divmod<std::uint64_t> kdiv[R > 0 ? R : 1], rdiv[R > 0 ? R : 1];
-  index_t out_str[R > 0 ? R : 1] = {}; // destination stride of kept axis i
-  index_t results = 1, count = 1;      // O results, N reduced elements each
-  index_t chunk = 0;                   // reduced elements per split
+  int kd[R > 0 ? R : 1] = {}, rd[R > 0 ? R : 1] = {}; // kept / reduced axes, in order
+  unsigned reduced = 0;                                 // bit d: axis d is reduced
+  int first_k = -1, first_r = -1;                       // outermost kept / reduced axis
+  fast_divmod<std::uint64_t> div[R > 0 ? R : 1];        // per axis: its extent
+  index_t out_str[R > 0 ? R : 1] = {};                  // per kept axis: destination stride
+  index_t results = 1, count = 1;                       // O results, N reduced elements each
+  index_t chunk = 0;                                    // reduced elements per split
   int splits = 1;
 };
+
+// The walks below run over the axes in a loop the compiler unrolls (R is a constant), so every
+// coordinate stays in a register: indexing q.c[] by a run-time axis number would put it in
+// local memory. The outermost axis of each set takes the remaining quotient undivided.
 
 /// Sets the kept coordinates of o in q; returns the destination offset of result o.
 template <int R>
 CUFUSE_INLINE index_t place_result(const reduce_geometry<R>& g, index_t o, coords<R, index_t>& q) {
   index_t off = 0;
   std::uint64_t rest = std::uint64_t(o);
-  for (int i = g.nk - 1; i >= 0; --i) {
-    std::uint64_t c = rest;
-    if (i > 0) {
-      g.kdiv[i].divmod(rest, rest, c);
+  CUFUSE_UNROLL
+  for (int d = R - 1; d >= 0; --d) {
+    if (!((g.reduced >> d) & 1u)) {
+      std::uint64_t c = rest;
+      if (d != g.first_k) {
+        g.div[d].divmod(rest, rest, c);
+      }
+      q.c[d] = index_t(c);
+      off += index_t(c) * g.out_str[d];
     }
-    q.c[g.kd[i]] = index_t(c);
-    off += index_t(c) * g.out_str[i];
   }
   return off;
 }
@@ -58,12 +67,15 @@ CUFUSE_INLINE index_t place_result(const reduce_geometry<R>& g, index_t o, coord
 template <int R>
 CUFUSE_INLINE void place_reduced(const reduce_geometry<R>& g, index_t r, coords<R, index_t>& q) {
   std::uint64_t rest = std::uint64_t(r);
-  for (int i = g.nr - 1; i >= 0; --i) {
-    std::uint64_t c = rest;
-    if (i > 0) {
-      g.rdiv[i].divmod(rest, rest, c);
+  CUFUSE_UNROLL
+  for (int d = R - 1; d >= 0; --d) {
+    if ((g.reduced >> d) & 1u) {
+      std::uint64_t c = rest;
+      if (d != g.first_r) {
+        g.div[d].divmod(rest, rest, c);
+      }
+      q.c[d] = index_t(c);
     }
-    q.c[g.rd[i]] = index_t(c);
   }
 }
 

@@ -48,6 +48,7 @@ struct row_leaf {
   strides<Rank> str;
   int smem;   // byte offset of its staged row, -1: read from memory
   bool stage; // the first leaf with this staged row copies it
+  bool vec;   // its rows are contiguous and 16-byte aligned: staged in 16-byte copies
 
   CUFUSE_INLINE index_t last() const {
     if constexpr (Rank == 0) {
@@ -161,6 +162,7 @@ template <int R, int L>
 struct row_layout {
   int smem[L > 0 ? L : 1];
   bool stage[L > 0 ? L : 1];
+  bool vec[L > 0 ? L : 1];
   int from[max_row_slots]; // per slot: the slot that computes it (itself unless a duplicate)
 };
 
@@ -194,7 +196,8 @@ template <int FirstLeaf, int FirstSlot, int R, int L, class N>
 auto bind_rows(const N& n, const row_layout<R, L>& lay) {
   if constexpr (is_leaf_node_v<N>) {
     using T = std::remove_pointer_t<decltype(n.ptr)>;
-    return row_leaf<T, N::rank>{n.ptr, n.str, lay.smem[FirstLeaf], lay.stage[FirstLeaf]};
+    return row_leaf<T, N::rank>{n.ptr, n.str, lay.smem[FirstLeaf], lay.stage[FirstLeaf],
+                                lay.vec[FirstLeaf]};
   } else if constexpr (is_reduce_node_v<N>) {
     auto arg = bind_rows<FirstLeaf, FirstSlot>(n.arg, lay);
     constexpr int slot = FirstSlot + reduction_count<typename N::arg_type>();
@@ -241,6 +244,7 @@ struct row_out {
   T* ptr;
   strides<R> str;
   bool per_row;
+  bool vec; // rows contiguous and 16-byte aligned: 16-byte stores
 };
 
 /// Moves every leaf's pointer to the start of row `c` (the leading coordinates).
@@ -301,9 +305,19 @@ __global__ void __launch_bounds__(1024) rows_kernel(Outs outs, Trees trees, row_
       if constexpr (is_row_leaf_v<X>) {
         if (node.stage) {
           auto* dst = reinterpret_cast<typename X::value_type*>(staged + node.smem);
-          const index_t s = node.last();
-          for (index_t j = tid; j < n; j += threads) {
-            dst[j] = node.ptr[j * s];
+          if (node.vec) {
+            constexpr int V = 16 / int(sizeof(typename X::value_type));
+            const auto* src = reinterpret_cast<const uint4*>(node.ptr);
+            auto* to = reinterpret_cast<uint4*>(dst);
+            const int words = int(n / V);
+            for (int j = tid; j < words; j += threads) {
+              to[j] = src[j];
+            }
+          } else {
+            const index_t s = node.last();
+            for (index_t j = tid; j < n; j += threads) {
+              dst[j] = node.ptr[j * s];
+            }
           }
         }
       }
@@ -341,9 +355,22 @@ __global__ void __launch_bounds__(1024) rows_kernel(Outs outs, Trees trees, row_
       }
       T* dst = o.ptr + off;
       const index_t os = o.str[R - 1];
-      const index_t end = o.per_row ? 1 : n;
-      for (index_t j = tid; j < end; j += threads) {
-        dst[j * os] = convert<T>(get<std::remove_cvref_t<decltype(k)>::value>(t).eval_in(row_pos{j, staged, slots}));
+      const auto& tree = get<std::remove_cvref_t<decltype(k)>::value>(t);
+      if (o.vec) {
+        constexpr int V = 16 / int(sizeof(T));
+        lane_regs<T, V> r;
+        for (int jv = tid; jv < int(n / V); jv += threads) {
+          CUFUSE_UNROLL
+          for (int u = 0; u < V; ++u) {
+            r.v[u] = convert<T>(tree.eval_in(row_pos{index_t(jv) * V + u, staged, slots}));
+          }
+          reinterpret_cast<uint4*>(dst)[jv] = *reinterpret_cast<const uint4*>(r.v);
+        }
+      } else {
+        const index_t end = o.per_row ? 1 : n;
+        for (index_t j = tid; j < end; j += threads) {
+          dst[j * os] = convert<T>(tree.eval_in(row_pos{j, staged, slots}));
+        }
       }
     });
     __syncthreads(); // the next row reuses the staged rows and slots
@@ -449,9 +476,23 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   }
   row_layout<R, L> lay{};
   int bytes = 0;
+  // Rows that are contiguous, 16-byte aligned and a whole number of 16-byte words move in
+  // 16-byte accesses.
+  auto rows_aligned = [&](const void* p, int elem, const strides<R>& st) {
+    if (st[R - 1] != 1 || reinterpret_cast<std::uintptr_t>(p) % 16 != 0 || (n * elem) % 16 != 0) {
+      return false;
+    }
+    for (int d = 0; d < R - 1; ++d) {
+      if ((st[d] * elem) % 16 != 0) {
+        return false;
+      }
+    }
+    return true;
+  };
   for (int l = 0; l < L; ++l) {
     lay.smem[l] = -1;
     lay.stage[l] = false;
+    lay.vec[l] = rows_aligned(leaves[l].ptr, leaves[l].elem, leaves[l].str);
     int uses = 0, first = -1;
     for (int k = 0; k < L; ++k) {
       if (leaves[k].ptr == leaves[l].ptr && leaves[k].elem == leaves[l].elem &&
@@ -502,8 +543,10 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   }(std::make_index_sequence<K>{});
   const auto outs = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
     return make_pack(row_out<typename Ds::value_type, R>{
-        get<Ks>(dsts).ptr, get<Ks>(dsts).str,
-        get<Ks>(dsts).shp[R - 1] == 1 && shape[R - 1] != 1}...);
+        get<Ks>(dsts).ptr, get<Ks>(dsts).str, get<Ks>(dsts).shp[R - 1] == 1 && shape[R - 1] != 1,
+        get<Ks>(dsts).shp[R - 1] == shape[R - 1] &&
+            rows_aligned(get<Ks>(dsts).ptr, int(sizeof(typename Ds::value_type)),
+                         get<Ks>(dsts).str)}...);
   }(std::make_index_sequence<K>{});
   row_walk<R> w{};
   w.n = n;
