@@ -192,6 +192,31 @@ void full(std::vector<row>& rows) {
   rows.push_back({"var(B) 2^28", "fp32", ms_var, 1.0 * n * 4 / (ms_var * 1e-3) / 1e9, bad_var});
 }
 
+/// The row kernel's block size: softmax and layer_norm at [32768, 4096] for each bound on the
+/// chunks per thread (detail::rows_chunks_per_thread; the default is 4).
+template <class T>
+void chunk_sweep(const char* dtype, double copy_gbps) {
+  const index_t m = 32768, n = 4096;
+  std::mt19937_64 rng(21);
+  timer tm;
+  cufuse::tensor<T, 2> X({m, n}), Y({m, n});
+  cufuse::tensor<T, 1> w({n}), b({n});
+  random_fill(X, rng);
+  random_fill(w, rng);
+  random_fill(b, rng);
+  const int keep = cufuse::detail::rows_chunks_per_thread.load();
+  for (int cpt : {1, 2, 4, 8, 16}) {
+    cufuse::detail::rows_chunks_per_thread.store(cpt);
+    const double sm = tm.median_ms([&] { Y = cufuse::softmax(X, -1); });
+    const double ln = tm.median_ms([&] { Y = cufuse::layer_norm(X, w, b, 1e-5f); });
+    const double bytes = 2.0 * m * n * sizeof(T);
+    std::printf("sweep %s chunks/thread %2d: softmax %.3f of copy, layer_norm %.3f of copy\n",
+                dtype, cpt, bytes / (sm * 1e-3) / 1e9 / copy_gbps,
+                bytes / (ln * 1e-3) / 1e9 / copy_gbps);
+  }
+  cufuse::detail::rows_chunks_per_thread.store(keep);
+}
+
 double host_us(const std::function<void()>& f) { return bench::measure_host_cost(f).issue_us; }
 
 __global__ void empty_kernel() {}
@@ -244,6 +269,8 @@ int main(int argc, char** argv) {
   }
   std::printf("host us per call (32x32 softmax): empty <<<>>> %.2f, softmax %.2f\n", empty_us,
               softmax_us);
+  chunk_sweep<float>("fp32", copy_gbps);
+  chunk_sweep<bf16>("bf16", copy_gbps);
   std::ofstream js(out);
   js << "{\"device\": \"" << prop.name << "\", \"copy_gbps\": " << copy_gbps
      << ", \"host_us\": {\"empty_launch\": " << empty_us << ", \"softmax_32x32\": " << softmax_us

@@ -62,6 +62,100 @@ reduce_geometry<N::arg_rank> geometry_of(const N& n, const strides<OutRank>& dst
   return g;
 }
 
+/// True when every leaf of `arg` has arg's shape, is contiguous (row-major) and starts at a
+/// multiple of `vec_bytes / widest` elements: a full reduction can then read it flat.
+template <class Arg>
+bool flat_reducible(const Arg& arg, int widest) {
+  const auto shape = arg.shape();
+  constexpr int R = Arg::rank;
+  bool ok = true;
+  auto check = [&](const auto& l) {
+    using L = std::remove_cvref_t<decltype(l)>;
+    if constexpr (L::rank != R) {
+      ok = false;
+    } else {
+      const int elem = int(sizeof(typename L::value_type));
+      ok = ok && l.shp == shape &&
+           reinterpret_cast<std::uintptr_t>(l.ptr) % std::uintptr_t(16 / widest * elem) == 0;
+      index_t want = 1;
+      for (int d = R - 1; d >= 0; --d) {
+        ok = ok && (shape[d] == 1 || l.str[d] == want);
+        want *= shape[d];
+      }
+    }
+  };
+  for_each_leaf(arg, check);
+  return ok;
+}
+
+/// The widest leaf element of a tree without reductions, in bytes (at least 1).
+template <class N>
+constexpr int widest_leaf() {
+  if constexpr (is_leaf_node_v<N>) {
+    return int(sizeof(typename N::value_type));
+  } else if constexpr (map_arity<N>::value > 0) {
+    return []<class Op, class... Args>(map_node<Op, Args...>*) {
+      int m = 1;
+      ((m = m > widest_leaf<Args>() ? m : widest_leaf<Args>()), ...);
+      return m;
+    }(static_cast<N*>(nullptr));
+  } else {
+    return 1;
+  }
+}
+
+/// A full reduction of contiguous, aligned operands: the flat kernel (split over blocks, then
+/// the finish kernel merges the splits in order). False when the operands do not allow it.
+template <class D, class N>
+bool try_reduce_flat(const D& d, const N& n, cudaStream_t stream) {
+  using T = typename D::value_type;
+  using In = typename N::input_type;
+  using S = typename N::state_type;
+  using Arg = typename N::arg_type;
+  constexpr int R = N::arg_rank;
+  constexpr int widest = widest_leaf<Arg>();
+  constexpr int V = 16 / widest > 0 ? 16 / widest : 1;
+  if (!flat_reducible(n.arg, widest)) {
+    return false;
+  }
+  constexpr int L = Arg::leaf_count;
+  bound_layout<1, L> lay{};
+  for (int l = 0; l < L; ++l) {
+    lay.str[l] = strides<1>{1};
+    lay.smem[l] = -1;
+  }
+  const auto arg = bind<0>(n.arg, lay);
+  const index_t count = n.arg.shape().size();
+  const index_t target = index_t(device_sm_count()) * 8;
+  // at least 16 accesses of V per thread in a split
+  const index_t per_split = index_t(reduce_block) * V * 16;
+  index_t splits = (count + per_split - 1) / per_split;
+  splits = splits < target ? splits : target;
+  splits = splits > 1 ? splits : 1;
+  index_t chunk = (count + splits - 1) / splits;
+  chunk = (chunk + V - 1) / V * V;
+  splits = (count + chunk - 1) / chunk;
+  S* partial = nullptr;
+  if (splits > 1) {
+    void* p = nullptr;
+    CUFUSE_CUDA_CHECK_MSG(cudaMallocAsync(&p, std::size_t(splits) * sizeof(S), stream),
+                          "reduction workspace");
+    partial = static_cast<S*>(p);
+  }
+  reduce_flat_kernel<V><<<unsigned(splits), reduce_block, 0, stream>>>(d.ptr, n.red, arg, count,
+                                                                       chunk, partial);
+  check_launch<T>("reduce_flat_kernel<<<>>>", count, splits, reduce_block, stream);
+  if (partial != nullptr) {
+    auto g = geometry_of(n, d.str);
+    g.splits = int(splits);
+    reduce_finish_kernel<R, typename N::reducer_type, In>
+        <<<1, reduce_block, 0, stream>>>(d.ptr, n.red, g, partial);
+    check_launch<T>("reduce_finish_kernel<<<>>>", 1, 1, reduce_block, stream);
+    CUFUSE_CUDA_CHECK(cudaFreeAsync(partial, stream));
+  }
+  return true;
+}
+
 /// Reduces `n` (whose child holds no reductions) into the destination leaf `d` of its shape.
 template <class D, class N>
 void reduce_into(const D& d, const N& n, cudaStream_t stream) {
@@ -79,6 +173,9 @@ void reduce_into(const D& d, const N& n, cudaStream_t stream) {
   } else {
     auto g = geometry_of(n, d.str);
     if (g.results == 0) {
+      return;
+    }
+    if (g.results == 1 && g.count > 0 && try_reduce_flat(d, n, stream)) {
       return;
     }
     const int sms = device_sm_count();

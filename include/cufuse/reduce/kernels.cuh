@@ -5,7 +5,9 @@
 ///    split each one over several blocks;
 ///  - columns: the innermost axis is kept, so consecutive threads take consecutive results and
 ///    walk the reduced axes together (coalesced), eight rows of threads per block, split over
-///    blocks when there are few results.
+///    blocks when there are few results;
+///  - flat: a full reduction whose operands are all contiguous and aligned reads the input as
+///    one array in 16-byte accesses.
 /// A split reduction writes one state per (result, split) to a stream-ordered workspace and a
 /// second kernel merges them in split order (deterministic). Warp reductions are CUB's; the step
 /// across the warps of a block is a few lines here because the block size is chosen at run time.
@@ -225,6 +227,58 @@ __global__ void __launch_bounds__(reduce_block)
       }
     }
     __syncthreads();
+  }
+}
+
+/// A full reduction over operands that are all contiguous with the input's shape and aligned:
+/// the input read as one flat array, V elements per access (16 bytes of the widest operand),
+/// reduce_unroll accesses in flight per thread. Block b folds [b * chunk, (b + 1) * chunk)
+/// (chunk a multiple of V) and writes its state to partial[b], or the result when there is
+/// one block.
+template <int V, class Red, class Arg, class Out>
+__global__ void __launch_bounds__(reduce_block)
+    reduce_flat_kernel(Out* out, Red red, Arg arg, index_t n, index_t chunk,
+                       typename Red::template state<typename Arg::value_type>* partial) {
+  using In = typename Arg::value_type;
+  const index_t begin = index_t(blockIdx.x) * chunk;
+  const index_t end = begin + chunk < n ? begin + chunk : n;
+  const index_t step = index_t(blockDim.x) * V;
+  auto s = red.template init<In>();
+  index_t i = begin + index_t(threadIdx.x) * V;
+  for (; i + (reduce_unroll - 1) * step + V <= end; i += reduce_unroll * step) {
+    decltype(arg.template fetch_in<V>(flat_index<index_t>{i})) x[reduce_unroll];
+    CUFUSE_UNROLL
+    for (int u = 0; u < reduce_unroll; ++u) {
+      x[u] = arg.template fetch_in<V>(flat_index<index_t>{i + u * step});
+    }
+    CUFUSE_UNROLL
+    for (int u = 0; u < reduce_unroll; ++u) {
+      CUFUSE_UNROLL
+      for (int k = 0; k < V; ++k) {
+        red.template add<In>(s, x[u].at(k), i + u * step + k);
+      }
+    }
+  }
+  for (; i < end; i += step) {
+    if (i + V <= end) {
+      const auto x = arg.template fetch_in<V>(flat_index<index_t>{i});
+      CUFUSE_UNROLL
+      for (int k = 0; k < V; ++k) {
+        red.template add<In>(s, x.at(k), i + k);
+      }
+    } else {
+      for (index_t j = i; j < end; ++j) {
+        red.template add<In>(s, arg.eval_in(flat_index<index_t>{j}), j);
+      }
+    }
+  }
+  s = block_fold<In>(red, s);
+  if (threadIdx.x == 0) {
+    if (gridDim.x == 1) {
+      out[0] = convert<Out>(red.template finish<In>(s, n));
+    } else {
+      partial[blockIdx.x] = s;
+    }
   }
 }
 

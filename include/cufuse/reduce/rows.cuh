@@ -5,30 +5,61 @@
 ///  1. it copies the row of every operand read more than once (X in softmax) into shared
 ///     memory: the only read of that row from global memory;
 ///  2. it computes the reductions, inner ones first (softmax's amax before its sum), each
-///     thread folding its columns and the block merging (CUB warp reductions), the result in a
-///     shared slot;
-///  3. it evaluates the expression at every column, reductions reading their slots, and stores.
-/// Rows too long for the shared-memory budget are not staged: each reduction then reads the
-/// row from global memory again (L2 often holds it), a multi-pass scheme, still one kernel.
+///     thread folding its columns, the warps' states meeting in shared memory (CUB warp
+///     reductions, one barrier per reduction), every thread keeping the row's value;
+///  3. it evaluates the expression at every column, reductions reading their values, and
+///     stores.
+/// A thread handles the same chunks of V columns in every pass (16 bytes of the widest
+/// operand: one access each when aligned), so the staged rows need no barrier.
+/// Rows too long for shared memory (beyond the device's per-block limit, 227 KB on an H100)
+/// are not staged: each reduction then reads the row from global memory again (L2 often
+/// holds it), a multi-pass scheme, still one kernel.
 #pragma once
 
 #include "../eval/launch.cuh"
 #include "kernels.cuh"
 
 #include <array>
+#include <atomic>
 #include <cstring>
 
 namespace cufuse::detail {
 
-/// Shared memory the row kernel may use for staged rows (it opts in beyond 48 KB).
-inline constexpr int rows_smem_budget = 96 * 1024;
+inline constexpr int rows_max_threads = 512;
+/// Shared memory kept back from the device's per-block opt-in limit for the row kernel's
+/// static arrays (partial states, CUB's warp storage).
+inline constexpr int rows_static_reserve = 8 * 1024;
+/// Chunks of a row per thread, at most: sets the block size. Measured on the H100 (bench/
+/// reduce_bench.cu sweep, [32768, 4096]): 8 beat 1, 2, 4 and 16 for fp32 and bf16 (more rows
+/// in flight per SM; fp32 softmax 0.48 / 0.66 / 0.76 of copy at 2 / 4 / 8).
+inline std::atomic<int> rows_chunks_per_thread{8};
+
+/// Shared memory the row kernel may use for staged rows on the current device (it opts in
+/// beyond 48 KB): the per-block opt-in limit less the reserve; queried once per device.
+inline int rows_smem_budget() {
+  static std::atomic<int> cache[max_cached_devices] = {};
+  int dev = 0;
+  CUFUSE_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev >= 0 && dev < max_cached_devices) {
+    const int hit = cache[dev].load(std::memory_order_relaxed);
+    if (hit > 0) {
+      return hit;
+    }
+  }
+  int optin = 0;
+  CUFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  const int budget = optin > 2 * rows_static_reserve ? optin - rows_static_reserve : 48 * 1024 - rows_static_reserve;
+  if (dev >= 0 && dev < max_cached_devices) {
+    cache[dev].store(budget, std::memory_order_relaxed);
+  }
+  return budget;
+}
 inline constexpr int max_row_slots = 16;
 
-/// Where the row kernel evaluates: column j of the current row; staged rows; reduction slots.
+/// Where the row kernel evaluates: column j of the current row; the staged rows.
 struct row_pos {
   index_t j;
   const unsigned char* smem;
-  const unsigned char* slots;
 };
 
 /// A leaf in the row kernel: `ptr` is rebased to the current row, `last` is its stride along
@@ -65,7 +96,7 @@ struct row_leaf {
   }
 };
 
-/// A reduction in the row kernel: its value for the current row sits in slot `Slot`.
+/// A reduction in the row kernel: each thread holds its value for the current row.
 template <class Red, class Arg, class In, int Slot>
 struct row_reduce {
   using value_type = typename Red::template result<In>;
@@ -73,6 +104,8 @@ struct row_reduce {
   using space = any_space;
   using compute_type = opmath_t<value_type>;
   using input_type = In;
+  using state_type = typename Red::template state<In>;
+  using arg_type = Arg;
   static constexpr int rank = Arg::rank;
   static constexpr bool is_cufuse_node = true;
   static constexpr int min_element_size = 16;
@@ -81,11 +114,10 @@ struct row_reduce {
 
   Red red;
   Arg arg;
-  int from; // the slot that holds its value: Slot, or an earlier identical reduction's
+  int from; // the slot that computes its value: Slot, or an earlier identical reduction's
+  compute_type value{};
 
-  CUFUSE_INLINE compute_type eval_in(const row_pos& p) const {
-    return *reinterpret_cast<const compute_type*>(p.slots + 8 * from);
-  }
+  CUFUSE_INLINE compute_type eval_in(const row_pos&) const { return value; }
 };
 
 template <class T, class... Ts>
@@ -280,50 +312,124 @@ CUFUSE_DEVICE void for_index_device(F&& f) {
   }(std::make_index_sequence<N>{});
 }
 
-/// Trees and Outs: packs of K bound trees and their outputs (tie / pack: K > 1).
-template <int R, std::size_t K, class Trees, class Outs>
-__global__ void __launch_bounds__(1024) rows_kernel(Outs outs, Trees trees, row_walk<R> w) {
+/// The widest element of the leaves of a user's tree, in bytes (0: none).
+template <class N>
+constexpr int max_leaf_bytes() {
+  if constexpr (is_leaf_node_v<N>) {
+    return int(sizeof(typename N::value_type));
+  } else if constexpr (is_reduce_node_v<N>) {
+    return max_leaf_bytes<typename N::arg_type>();
+  } else if constexpr (map_arity<N>::value > 0) {
+    return []<class Op, class... Args>(map_node<Op, Args...>*) {
+      int m = 0;
+      ((m = m > max_leaf_bytes<Args>() ? m : max_leaf_bytes<Args>()), ...);
+      return m;
+    }(static_cast<N*>(nullptr));
+  } else {
+    return 0;
+  }
+}
+
+/// The largest reduction state of a bound tree, in bytes.
+template <class N>
+constexpr int max_state_bytes() {
+  if constexpr (is_row_reduce_v<N>) {
+    constexpr int own = int(sizeof(typename N::state_type));
+    constexpr int inner = max_state_bytes<typename N::arg_type>();
+    return own > inner ? own : inner;
+  } else if constexpr (map_arity<N>::value > 0) {
+    return []<class Op, class... Args>(map_node<Op, Args...>*) {
+      int m = 0;
+      ((m = m > max_state_bytes<Args>() ? m : max_state_bytes<Args>()), ...);
+      return m;
+    }(static_cast<N*>(nullptr));
+  } else {
+    return 0;
+  }
+}
+template <class... Ts>
+constexpr int max_state_bytes_of(const pack<Ts...>*) {
+  int m = 8;
+  ((m = m > max_state_bytes<Ts>() ? m : max_state_bytes<Ts>()), ...);
+  return (m + 15) / 16 * 16;
+}
+/// Bytes per warp's partial state in the row kernel (a multiple of 16).
+template <class Trees>
+inline constexpr int rows_state_bytes = max_state_bytes_of(static_cast<const Trees*>(nullptr));
+
+/// Copies chunk [j0, j0 + V) of a leaf's row into its staged row (the tail chunk: `count`
+/// elements), in one access of V elements when the leaf's rows are aligned.
+template <int V, class X>
+CUFUSE_DEVICE void stage_chunk(const X& node, unsigned char* staged, index_t j0, int count) {
+  using T = typename X::value_type;
+  auto* dst = reinterpret_cast<T*>(staged + node.smem) + j0;
+  if (node.vec && count == V) {
+    using Regs = lane_regs<T, V>;
+    const auto* from = reinterpret_cast<const typename Regs::word_t*>(node.ptr + j0);
+    auto* to = reinterpret_cast<typename Regs::word_t*>(dst);
+    CUFUSE_UNROLL
+    for (int c = 0; c < Regs::words; ++c) {
+      to[c] = from[c];
+    }
+  } else {
+    const index_t s = node.last();
+    CUFUSE_UNROLL
+    for (int u = 0; u < V; ++u) {
+      if (u < count) {
+        dst[u] = node.ptr[(j0 + u) * s];
+      }
+    }
+  }
+}
+
+/// Trees and Outs: packs of K bound trees and their outputs (tie / pack: K > 1). V: elements
+/// per chunk.
+///
+/// Every pass over a row (staging, each reduction, each output) gives thread t the same
+/// chunks of V columns: t, t + threads, ... So a thread only ever reads back the staged
+/// elements it wrote itself: no barrier guards the staged rows, and a row needs exactly one
+/// __syncthreads per distinct reduction (its warps' partial states meeting in shared memory).
+/// Every thread then merges the partials itself, in warp order, and keeps the result in its
+/// own copy of the tree (row_reduce::value). The partial buffers alternate between
+/// consecutive reductions: a thread can only overwrite a buffer after a barrier that every
+/// thread reaches once it has read that buffer.
+template <int R, int V, std::size_t K, class Trees, class Outs>
+__global__ void __launch_bounds__(rows_max_threads) rows_kernel(Outs outs, Trees trees,
+                                                                row_walk<R> w) {
   extern __shared__ __align__(16) unsigned char staged[];
-  __shared__ __align__(8) unsigned char slots[8 * max_row_slots];
+  constexpr int state_bytes = rows_state_bytes<Trees>;
+  __shared__ __align__(16) unsigned char partials[2][32 * state_bytes];
   const index_t n = w.n;
+  const index_t full = n / V;                 // chunks of V columns
+  const int rest = int(n - full * V);         // columns in the tail chunk
+  const index_t chunks = full + (rest > 0);
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
+  const int warp = tid / 32, warps = threads / 32;
+  int flip = 0;
   for (index_t row = blockIdx.x; row < w.rows; row += gridDim.x) {
     coords<R, index_t> c{};
-    std::uint64_t rest = std::uint64_t(row);
+    std::uint64_t left = std::uint64_t(row);
     for (int d = R - 2; d >= 0; --d) {
-      std::uint64_t q = rest;
+      std::uint64_t q = left;
       if (d > 0) {
-        w.div[d].divmod(rest, rest, q);
+        w.div[d].divmod(left, left, q);
       }
       c.c[d] = index_t(q);
     }
     Trees t = trees;
-    for_index_device<K>([&](auto k) { rebase(get<std::remove_cvref_t<decltype(k)>::value>(t), c); });
+    for_index_device<K>([&](auto k) { rebase(get<decltype(k)::value>(t), c); });
     // 1. stage the rows read more than once
     auto stage = [&](auto& node) {
       using X = std::remove_cvref_t<decltype(node)>;
       if constexpr (is_row_leaf_v<X>) {
         if (node.stage) {
-          auto* dst = reinterpret_cast<typename X::value_type*>(staged + node.smem);
-          if (node.vec) {
-            constexpr int V = 16 / int(sizeof(typename X::value_type));
-            const auto* src = reinterpret_cast<const uint4*>(node.ptr);
-            auto* to = reinterpret_cast<uint4*>(dst);
-            const int words = int(n / V);
-            for (int j = tid; j < words; j += threads) {
-              to[j] = src[j];
-            }
-          } else {
-            const index_t s = node.last();
-            for (index_t j = tid; j < n; j += threads) {
-              dst[j] = node.ptr[j * s];
-            }
+          for (index_t ch = tid; ch < chunks; ch += threads) {
+            stage_chunk<V>(node, staged, ch * V, ch < full ? V : rest);
           }
         }
       }
     };
-    for_index_device<K>([&](auto k) { for_each_row_node(get<std::remove_cvref_t<decltype(k)>::value>(t), stage); });
-    __syncthreads();
+    for_index_device<K>([&](auto k) { for_each_row_node(get<decltype(k)::value>(t), stage); });
     // 2. the reductions, inner ones first
     auto reduce = [&](auto& node) {
       using X = std::remove_cvref_t<decltype(node)>;
@@ -332,48 +438,99 @@ __global__ void __launch_bounds__(1024) rows_kernel(Outs outs, Trees trees, row_
           return; // an identical reduction computed it already
         }
         using In = typename X::input_type;
-        auto s = node.red.template init<In>();
-        for (index_t j = tid; j < n; j += threads) {
-          node.red.template add<In>(s, node.arg.eval_in(row_pos{j, staged, slots}), j);
+        using S = typename X::state_type;
+        using A = decltype(node.arg.eval_in(row_pos{0, staged}));
+        S s = node.red.template init<In>();
+        for (index_t ch = tid; ch < full; ch += threads) {
+          const index_t j0 = ch * V;
+          A x[V];
+          CUFUSE_UNROLL
+          for (int u = 0; u < V; ++u) {
+            x[u] = node.arg.eval_in(row_pos{j0 + u, staged});
+          }
+          CUFUSE_UNROLL
+          for (int u = 0; u < V; ++u) {
+            node.red.template add<In>(s, x[u], j0 + u);
+          }
         }
-        s = block_fold<In>(node.red, s);
-        if (tid == 0) {
-          *reinterpret_cast<typename X::compute_type*>(slots + 8 * X::slot) =
-              node.red.template finish<In>(s, n);
+        if (rest > 0 && tid == int(full % threads)) {
+          for (int u = 0; u < rest; ++u) {
+            node.red.template add<In>(s, node.arg.eval_in(row_pos{full * V + u, staged}),
+                                      full * V + u);
+          }
+        }
+        s = warp_fold<In>(node.red, s);
+        S* p = reinterpret_cast<S*>(partials[flip]);
+        if (tid % 32 == 0) {
+          p[warp] = s;
         }
         __syncthreads();
+        s = p[0];
+        for (int k = 1; k < warps; ++k) {
+          s = node.red.template merge<In>(s, p[k]);
+        }
+        flip ^= 1;
+        const auto v = node.red.template finish<In>(s, n);
+        // this reduction and its duplicates, in every tree, now hold the row's value
+        auto set = [&](auto& m) {
+          using M = std::remove_cvref_t<decltype(m)>;
+          if constexpr (is_row_reduce_v<M>) {
+            if constexpr (std::is_same_v<typename M::compute_type, typename X::compute_type>) {
+              if (m.from == X::slot) {
+                m.value = v;
+              }
+            }
+          }
+        };
+        for_index_device<K>([&](auto k) { for_each_row_node(get<decltype(k)::value>(t), set); });
       }
     };
-    for_index_device<K>([&](auto k) { for_each_row_node(get<std::remove_cvref_t<decltype(k)>::value>(t), reduce); });
+    for_index_device<K>([&](auto k) { for_each_row_node(get<decltype(k)::value>(t), reduce); });
     // 3. the maps, stored
     for_index_device<K>([&](auto k) {
-      const auto& o = get<std::remove_cvref_t<decltype(k)>::value>(outs);
+      const auto& o = get<decltype(k)::value>(outs);
       using T = std::remove_pointer_t<decltype(o.ptr)>;
       index_t off = 0;
       for (int d = 0; d < R - 1; ++d) {
         off += c.c[d] * o.str[d];
       }
       T* dst = o.ptr + off;
+      const auto& tree = get<decltype(k)::value>(t);
+      if (o.per_row) {
+        if (tid == 0) {
+          dst[0] = convert<T>(tree.eval_in(row_pos{0, staged}));
+        }
+        return;
+      }
       const index_t os = o.str[R - 1];
-      const auto& tree = get<std::remove_cvref_t<decltype(k)>::value>(t);
-      if (o.vec) {
-        constexpr int V = 16 / int(sizeof(T));
+      for (index_t ch = tid; ch < full; ch += threads) {
+        const index_t j0 = ch * V;
         lane_regs<T, V> r;
-        for (int jv = tid; jv < int(n / V); jv += threads) {
+        CUFUSE_UNROLL
+        for (int u = 0; u < V; ++u) {
+          r.v[u] = convert<T>(tree.eval_in(row_pos{j0 + u, staged}));
+        }
+        if (o.vec) {
+          using Regs = lane_regs<T, V>;
+          auto* to = reinterpret_cast<typename Regs::word_t*>(dst + j0);
+          const auto* from = reinterpret_cast<const typename Regs::word_t*>(r.v);
+          CUFUSE_UNROLL
+          for (int w2 = 0; w2 < Regs::words; ++w2) {
+            to[w2] = from[w2];
+          }
+        } else {
           CUFUSE_UNROLL
           for (int u = 0; u < V; ++u) {
-            r.v[u] = convert<T>(tree.eval_in(row_pos{index_t(jv) * V + u, staged, slots}));
+            dst[(j0 + u) * os] = r.v[u];
           }
-          reinterpret_cast<uint4*>(dst)[jv] = *reinterpret_cast<const uint4*>(r.v);
         }
-      } else {
-        const index_t end = o.per_row ? 1 : n;
-        for (index_t j = tid; j < end; j += threads) {
-          dst[j * os] = convert<T>(tree.eval_in(row_pos{j, staged, slots}));
+      }
+      if (rest > 0 && tid == int(full % threads)) {
+        for (int u = 0; u < rest; ++u) {
+          dst[(full * V + u) * os] = convert<T>(tree.eval_in(row_pos{full * V + u, staged}));
         }
       }
     });
-    __syncthreads(); // the next row reuses the staged rows and slots
   }
 }
 
@@ -476,19 +633,29 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   }
   row_layout<R, L> lay{};
   int bytes = 0;
-  // Rows that are contiguous, 16-byte aligned and a whole number of 16-byte words move in
-  // 16-byte accesses.
+  // V columns per chunk: 16 bytes of the widest operand or output. A contiguous row whose
+  // start is aligned to a chunk's bytes in every row moves in one access per chunk.
+  constexpr int widest = [] {
+    int m = 1;
+    ((m = m > max_leaf_bytes<Es>() ? m : max_leaf_bytes<Es>()), ...);
+    ((m = m > int(sizeof(typename Ds::value_type)) ? m : int(sizeof(typename Ds::value_type))),
+     ...);
+    return m;
+  }();
+  constexpr int V = 16 / widest > 0 ? 16 / widest : 1;
   auto rows_aligned = [&](const void* p, int elem, const strides<R>& st) {
-    if (st[R - 1] != 1 || reinterpret_cast<std::uintptr_t>(p) % 16 != 0 || (n * elem) % 16 != 0) {
+    const int align = V * elem;
+    if (st[R - 1] != 1 || reinterpret_cast<std::uintptr_t>(p) % align != 0) {
       return false;
     }
     for (int d = 0; d < R - 1; ++d) {
-      if ((st[d] * elem) % 16 != 0) {
+      if ((st[d] * elem) % align != 0) {
         return false;
       }
     }
     return true;
   };
+  const int budget = rows_smem_budget();
   for (int l = 0; l < L; ++l) {
     lay.smem[l] = -1;
     lay.stage[l] = false;
@@ -509,7 +676,7 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
       continue;
     }
     const index_t need = (n * leaves[l].elem + 15) / 16 * 16;
-    if (bytes + need <= rows_smem_budget) {
+    if (bytes + need <= budget) {
       lay.smem[l] = bytes;
       lay.stage[l] = true;
       bytes += int(need);
@@ -555,19 +722,22 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   for (int k = 0; k < R; ++k) {
     w.div[k] = fast_divmod<std::uint64_t>(std::uint64_t(shape[k] > 0 ? shape[k] : 1));
   }
+  // Threads: enough that each has at most rows_chunks_per_thread chunks, 64 to 512.
+  const index_t chunks = (n + V - 1) / V;
+  const int per_thread = rows_chunks_per_thread.load(std::memory_order_relaxed);
   int threads = 64;
-  while (threads < 1024 && threads * 8 < n) {
+  while (threads < rows_max_threads && index_t(threads) * per_thread < chunks) {
     threads *= 2;
   }
-  constexpr auto kernel =
-      &rows_kernel<R, K, std::remove_cvref_t<decltype(trees)>, std::remove_cvref_t<decltype(outs)>>;
+  constexpr auto kernel = &rows_kernel<R, V, K, std::remove_cvref_t<decltype(trees)>,
+                                       std::remove_cvref_t<decltype(outs)>>;
   if (bytes > 48 * 1024) {
     static std::atomic<bool> opted_in[max_cached_devices] = {};
     int dev = 0;
     CUFUSE_CUDA_CHECK(cudaGetDevice(&dev));
     if (dev < 0 || dev >= max_cached_devices || !opted_in[dev].load()) {
-      CUFUSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             rows_smem_budget));
+      CUFUSE_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, budget));
       if (dev >= 0 && dev < max_cached_devices) {
         opted_in[dev].store(true);
       }
