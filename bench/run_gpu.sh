@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
 #   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|all]      (from the repository root)
+# Environment: NO_SANITIZE, NO_BENCH, NO_TORCH skip parts of the reduce mode; CTEST_ARGS.
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
 set -uo pipefail
@@ -138,20 +139,28 @@ if [ "$what" = reduce ] || [ "$what" = all ]; then
   # [large]), the reduction benchmark and its PyTorch peers in the same run.
   step "build reduction tests + bench"
   cmake --build build-gpu -j"$jobs" --target cufuse_reduce_gpu_tests cufuse_host_tests cufuse_bench_reduce \
-    >"$OUT/logs/build-reduce.log" 2>&1 || { tail -30 "$OUT/logs/build-reduce.log"; exit 1; }
+    softmax layernorm graph >"$OUT/logs/build-reduce.log" 2>&1 || { tail -30 "$OUT/logs/build-reduce.log"; exit 1; }
+  step "reduction samples"
+  for s in softmax layernorm graph; do
+    build-gpu/samples/$s >"$OUT/logs/sample_$s.log" 2>&1
+    rc=$?
+    echo "sample $s exit $rc: $(tail -1 "$OUT/logs/sample_$s.log")"
+    [ $rc = 0 ] || status=1
+  done
   step "reduction tests"
   build-gpu/test/cufuse_host_tests "[reduce]" 2>&1 | tail -3 | tee "$OUT/logs/reduce_host.log"
   build-gpu/test/cufuse_reduce_gpu_tests 2>&1 | tail -25 | tee "$OUT/reduce_gpu.log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   if [ -z "${NO_SANITIZE:-}" ]; then
     step "memcheck + racecheck (reductions, but [large])"
-    compute-sanitizer --tool memcheck --error-exitcode 1 build-gpu/test/cufuse_reduce_gpu_tests "~[large]" \
+    timeout ${MEMCHECK_TIMEOUT:-300} compute-sanitizer --tool memcheck --error-exitcode 1 build-gpu/test/cufuse_reduce_gpu_tests "~[large]" \
       >"$OUT/logs/reduce_memcheck.log" 2>&1
     echo "memcheck rc=$?: $(grep -E 'ERROR SUMMARY' "$OUT/logs/reduce_memcheck.log" | tail -1)" | tee "$OUT/sanitizers_reduce.log"
-    compute-sanitizer --tool racecheck --error-exitcode 1 build-gpu/test/cufuse_reduce_gpu_tests "~[large]" \
+    timeout ${RACECHECK_TIMEOUT:-300} compute-sanitizer --tool racecheck --error-exitcode 1 build-gpu/test/cufuse_reduce_gpu_tests "~[large]" \
       >"$OUT/logs/reduce_racecheck.log" 2>&1
     echo "racecheck rc=$?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/logs/reduce_racecheck.log" | tail -1)" | tee -a "$OUT/sanitizers_reduce.log"
   fi
+  if [ -z "${NO_BENCH:-}" ]; then
   step "reduction benchmark (C++)"
   build-gpu/bench/cufuse_bench_reduce --out "$OUT/logs/reduce_cufuse.json" 2>&1 | tee "$OUT/logs/reduce_bench.log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
@@ -161,6 +170,7 @@ if [ "$what" = reduce ] || [ "$what" = all ]; then
       >"$OUT/logs/reduce_torch.log" 2>&1 || { echo "torch reduce bench failed:"; tail -5 "$OUT/logs/reduce_torch.log"; }
   fi
   python3 bench/shapes_report.py "$OUT/logs/reduce_cufuse.json" "$OUT/logs/reduce_torch.json" "$OUT/reduce" Reductions
+  fi
 fi
 
 if [ "$what" = bench ] || [ "$what" = all ]; then

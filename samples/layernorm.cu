@@ -15,7 +15,8 @@ template <class Space>
 int run(cufuse::index_t rows, cufuse::index_t cols) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-  std::vector<float> x(std::size_t(rows * cols)), w(std::size_t(cols)), b(std::size_t(cols));
+  std::vector<float> x(static_cast<std::size_t>(rows * cols)), w(static_cast<std::size_t>(cols)),
+      b(static_cast<std::size_t>(cols));
   for (auto* v : {&x, &w, &b}) {
     for (auto& e : *v) {
       e = u(rng);
@@ -39,7 +40,11 @@ int run(cufuse::index_t rows, cufuse::index_t cols) {
   cufuse::tensor<float, 2, Space> Y2({rows, cols});
   Y2 = cufuse::layer_norm(X, W, B, eps);
 
-  const auto y = Y.download(), y2 = Y2.download(), m = mean.download(), s = rstd.download();
+  const std::vector<float> y = Y.download(), y2 = Y2.download(), m = mean.download(),
+                           s = rstd.download();
+  auto close = [](double got, double want) {
+    return std::fabs(got - want) <= 1e-4 * (1.0 + std::fabs(want));
+  };
   std::size_t bad = 0;
   for (cufuse::index_t i = 0; i < rows; ++i) {
     double mu_ref = 0, var = 0;
@@ -53,13 +58,11 @@ int run(cufuse::index_t rows, cufuse::index_t cols) {
     }
     var /= double(cols); // no correction, as PyTorch's layer_norm
     const double rstd_ref = 1.0 / std::sqrt(var + eps);
-    auto close = [](double got, double want) {
-      return std::fabs(got - want) <= 1e-4 * (1.0 + std::fabs(want));
-    };
     bad += !close(m[std::size_t(i)], mu_ref) + !close(s[std::size_t(i)], rstd_ref);
     for (cufuse::index_t j = 0; j < cols; ++j) {
       const std::size_t k = std::size_t(i * cols + j);
-      const double want = (x[k] - mu_ref) * rstd_ref * w[std::size_t(j)] + b[std::size_t(j)];
+      const double want = (double(x[k]) - mu_ref) * rstd_ref * double(w[std::size_t(j)]) +
+                          double(b[std::size_t(j)]);
       bad += !close(y[k], want) + !close(y2[k], want);
     }
   }

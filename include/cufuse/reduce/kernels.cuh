@@ -243,7 +243,11 @@ __global__ void __launch_bounds__(reduce_block)
   const index_t begin = index_t(blockIdx.x) * chunk;
   const index_t end = begin + chunk < n ? begin + chunk : n;
   const index_t step = index_t(blockDim.x) * V;
+  // Three levels of states keep the long float sums accurate (the mean of 2^28 values around
+  // 1e4 within 1e-6): the values of one step, then 16 steps, then the thread's total.
   auto s = red.template init<In>();
+  auto mid = red.template init<In>();
+  int steps = 0;
   index_t i = begin + index_t(threadIdx.x) * V;
   for (; i + (reduce_unroll - 1) * step + V <= end; i += reduce_unroll * step) {
     decltype(arg.template fetch_in<V>(flat_index<index_t>{i})) x[reduce_unroll];
@@ -251,14 +255,22 @@ __global__ void __launch_bounds__(reduce_block)
     for (int u = 0; u < reduce_unroll; ++u) {
       x[u] = arg.template fetch_in<V>(flat_index<index_t>{i + u * step});
     }
+    auto t = red.template init<In>();
     CUFUSE_UNROLL
     for (int u = 0; u < reduce_unroll; ++u) {
       CUFUSE_UNROLL
       for (int k = 0; k < V; ++k) {
-        red.template add<In>(s, x[u].at(k), i + u * step + k);
+        red.template add<In>(t, x[u].at(k), i + u * step + k);
       }
     }
+    mid = red.template merge<In>(mid, t);
+    if (++steps == 16) {
+      s = red.template merge<In>(s, mid);
+      mid = red.template init<In>();
+      steps = 0;
+    }
   }
+  s = red.template merge<In>(s, mid);
   for (; i < end; i += step) {
     if (i + V <= end) {
       const auto x = arg.template fetch_in<V>(flat_index<index_t>{i});
