@@ -294,18 +294,32 @@ __global__ void __launch_bounds__(reduce_block)
   }
 }
 
-/// Merges the splits of each result in split order and stores it.
+/// Merges the splits of each result in split order, pairwise (a binary counter over a stack of
+/// states: split k merges with its left neighbours as the bits of k say), and stores it.
+/// Pairwise keeps a float sum of many similar partials accurate: merging a thousand of them
+/// one after another let the roundings of the running sum add up to 9e-6 relative (the mean
+/// of 2^28 values around 1e4); pairwise it stays within a few 1e-8.
 template <int R, class Red, class In, class Out>
 __global__ void __launch_bounds__(reduce_block)
     reduce_finish_kernel(Out* out, Red red, reduce_geometry<R> g,
                          const typename Red::template state<In>* partial) {
+  using S = typename Red::template state<In>;
   coords<R, index_t> q{};
   for (index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x; o < g.results;
        o += index_t(gridDim.x) * blockDim.x) {
     const index_t off = place_result(g, o, q);
-    auto s = partial[o * g.splits];
-    for (int k = 1; k < g.splits; ++k) {
-      s = red.template merge<In>(s, partial[o * g.splits + k]);
+    S stack[32];
+    int top = 0;
+    for (int k = 0; k < g.splits; ++k) {
+      S x = partial[o * g.splits + k];
+      for (int j = k; j & 1; j >>= 1) {
+        x = red.template merge<In>(stack[--top], x);
+      }
+      stack[top++] = x;
+    }
+    S s = stack[--top];
+    while (top > 0) {
+      s = red.template merge<In>(stack[--top], s);
     }
     finish_result<Out, In>(out, off, red, s, g.count);
   }
