@@ -20,8 +20,8 @@
 namespace {
 
 using bf16 = __nv_bfloat16;
-using cufuse::index_t;
 using bench::timer;
+using cufuse::index_t;
 
 struct row {
   std::string workload, dtype;
@@ -61,7 +61,8 @@ int check_rows(const cufuse::tensor<T, 2>& y, const std::vector<float>& x, index
     const auto want = ref(in);
     for (index_t j = 0; j < n; ++j) {
       const double g = float(got[std::size_t(r * n + j)]);
-      bad += !(std::fabs(g - want[std::size_t(j)]) <= tol_of<T>() * (1 + std::fabs(want[std::size_t(j)])));
+      bad += !(std::fabs(g - want[std::size_t(j)]) <=
+               tol_of<T>() * (1 + std::fabs(want[std::size_t(j)])));
     }
   }
   return bad;
@@ -69,15 +70,22 @@ int check_rows(const cufuse::tensor<T, 2>& y, const std::vector<float>& x, index
 
 std::vector<double> softmax_ref(const std::vector<double>& r) {
   double m = -INFINITY, s = 0;
-  for (double v : r) m = std::max(m, v);
-  for (double v : r) s += std::exp(v - m);
+  for (double v : r) {
+    m = std::max(m, v);
+  }
+  for (double v : r) {
+    s += std::exp(v - m);
+  }
   std::vector<double> y;
-  for (double v : r) y.push_back(std::exp(v - m) / s);
+  for (double v : r) {
+    y.push_back(std::exp(v - m) / s);
+  }
   return y;
 }
 
 template <class T>
-void rowwise(const char* dtype, index_t m, index_t n, bool only_softmax_ln, std::vector<row>& rows) {
+void rowwise(const char* dtype, index_t m, index_t n, bool only_softmax_ln,
+             std::vector<row>& rows) {
   std::mt19937_64 rng(5);
   timer tm;
   cufuse::tensor<T, 2> X({m, n}), Y({m, n});
@@ -97,13 +105,18 @@ void rowwise(const char* dtype, index_t m, index_t n, bool only_softmax_ln, std:
         Y, x, m, n,
         [&](const std::vector<double>& r) {
           double mu = 0, v = 0;
-          for (double a : r) mu += a;
+          for (double a : r) {
+            mu += a;
+          }
           mu /= double(r.size());
-          for (double a : r) v += (a - mu) * (a - mu);
+          for (double a : r) {
+            v += (a - mu) * (a - mu);
+          }
           v /= double(r.size());
           std::vector<double> out;
-          for (std::size_t j = 0; j < r.size(); ++j)
+          for (std::size_t j = 0; j < r.size(); ++j) {
             out.push_back((r[j] - mu) / std::sqrt(v + 1e-5) * wv[j] + bv[j]);
+          }
           return out;
         },
         rng);
@@ -120,11 +133,14 @@ void rowwise(const char* dtype, index_t m, index_t n, bool only_softmax_ln, std:
         Y, x, m, n,
         [&](const std::vector<double>& r) {
           double ms2 = 0;
-          for (double a : r) ms2 += a * a;
+          for (double a : r) {
+            ms2 += a * a;
+          }
           ms2 /= double(r.size());
           std::vector<double> out;
-          for (std::size_t j = 0; j < r.size(); ++j)
+          for (std::size_t j = 0; j < r.size(); ++j) {
             out.push_back(r[j] / std::sqrt(ms2 + 1e-6) * wv[j]);
+          }
           return out;
         },
         rng);
@@ -156,8 +172,10 @@ void axis_sums(std::vector<row>& rows) {
   }
   const double ms1 = tm.median_ms([&] { r = cufuse::sum(X, 1); });
   const double ms0 = tm.median_ms([&] { c = cufuse::sum(X, 0); });
-  rows.push_back({"sum(X, 1) [8192, 8192]", "fp32", ms1, (m * n + m) * 4.0 / (ms1 * 1e-3) / 1e9, bad});
-  rows.push_back({"sum(X, 0) [8192, 8192]", "fp32", ms0, (m * n + n) * 4.0 / (ms0 * 1e-3) / 1e9, bad});
+  rows.push_back(
+      {"sum(X, 1) [8192, 8192]", "fp32", ms1, (m * n + m) * 4.0 / (ms1 * 1e-3) / 1e9, bad});
+  rows.push_back(
+      {"sum(X, 0) [8192, 8192]", "fp32", ms0, (m * n + n) * 4.0 / (ms0 * 1e-3) / 1e9, bad});
 }
 
 void full(std::vector<row>& rows) {
@@ -176,7 +194,9 @@ void full(std::vector<row>& rows) {
     best = b[i] > b[best] ? i : best;
   }
   mean /= double(n);
-  for (float v : b) m2 += (v - mean) * (v - mean);
+  for (float v : b) {
+    m2 += (v - mean) * (v - mean);
+  }
   d = cufuse::sum(B * C);
   const int bad_dot = !(std::fabs(d.download()[0] - ref) <= 1e-4 * std::sqrt(double(n)) * 4);
   const double ms_dot = tm.median_ms([&] { d = cufuse::sum(B * C); });

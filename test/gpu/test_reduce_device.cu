@@ -33,7 +33,8 @@ __global__ void read_rows(Expr e, float* out, index_t rows, index_t cols) {
 
 } // namespace
 
-TEST_CASE("softmax, log_softmax, layer_norm, rms_norm, row forms: one kernel each", "[reduce_gpu]") {
+TEST_CASE("softmax, log_softmax, layer_norm, rms_norm, row forms: one kernel each",
+          "[reduce_gpu]") {
   const index_t m = 300, n = 1000;
   cufuse::tensor<float, 2> X({m, n}), Y({m, n});
   cufuse::tensor<float, 1> w({n}), b({n}), r({m});
@@ -80,10 +81,14 @@ TEST_CASE("var of 2^28 values around 1e4 is accurate to 1e-6 relative", "[reduce
     x = float(g(rng));
   }
   double mean = 0;
-  for (float x : v) mean += x;
+  for (float x : v) {
+    mean += x;
+  }
   mean /= double(n);
   double m2 = 0;
-  for (float x : v) m2 += (x - mean) * (x - mean);
+  for (float x : v) {
+    m2 += (x - mean) * (x - mean);
+  }
   const double ref = m2 / double(n - 1);
   cufuse::tensor<float, 1> X{cufuse::extents<1>(n)};
   X.upload(v);
@@ -104,8 +109,12 @@ TEST_CASE("reductions past 2^31 elements use 64-bit indices", "[reduce_gpu][larg
   std::mt19937_64 rng(cft::next_seed());
   std::uniform_int_distribution<int> u(-1000, 1000);
   std::int64_t sa = 0, sb = 0;
-  for (auto& x : a) sa += (x = u(rng));
-  for (auto& x : bb) sb += (x = u(rng));
+  for (auto& x : a) {
+    sa += (x = u(rng));
+  }
+  for (auto& x : bb) {
+    sb += (x = u(rng));
+  }
   A.upload(a);
   B.upload(bb);
   const std::int64_t total = cufuse::item(cufuse::sum(A + B));
@@ -141,8 +150,12 @@ TEST_CASE("rows longer than shared memory holds: softmax of 2^20 columns", "[red
   index_t bad = 0;
   for (index_t r = 0; r < m; ++r) {
     double mx = -INFINITY, s = 0;
-    for (index_t j = 0; j < n; ++j) mx = std::max(mx, double(v[std::size_t(r * n + j)]));
-    for (index_t j = 0; j < n; ++j) s += std::exp(double(v[std::size_t(r * n + j)]) - mx);
+    for (index_t j = 0; j < n; ++j) {
+      mx = std::max(mx, double(v[std::size_t(r * n + j)]));
+    }
+    for (index_t j = 0; j < n; ++j) {
+      s += std::exp(double(v[std::size_t(r * n + j)]) - mx);
+    }
     for (index_t j = 0; j < n; ++j) {
       const double ref = std::exp(double(v[std::size_t(r * n + j)]) - mx) / s;
       bad += !(std::fabs(got[std::size_t(r * n + j)] - ref) <= 1e-5 * ref + 1e-12);
@@ -177,8 +190,12 @@ TEST_CASE("a captured pipeline replays 100 times with new inputs", "[reduce_gpu]
       double t = 0;
       for (index_t i = 0; i < m; ++i) {
         double mx = -INFINITY, sum = 0;
-        for (index_t j = 0; j < n; ++j) mx = std::max(mx, double(v[std::size_t(i * n + j)]));
-        for (index_t j = 0; j < n; ++j) sum += std::exp(double(v[std::size_t(i * n + j)]) - mx);
+        for (index_t j = 0; j < n; ++j) {
+          mx = std::max(mx, double(v[std::size_t(i * n + j)]));
+        }
+        for (index_t j = 0; j < n; ++j) {
+          sum += std::exp(double(v[std::size_t(i * n + j)]) - mx);
+        }
         for (index_t j = 0; j < n; ++j) {
           const double x = v[std::size_t(i * n + j)];
           const double ref = std::exp(x - mx) / sum;
@@ -213,7 +230,9 @@ TEST_CASE("a reduction in a user's kernel evaluates per element", "[reduce_gpu]"
   index_t bad = 0;
   for (index_t i = 0; i < m; ++i) {
     double mean = 0;
-    for (index_t j = 0; j < n; ++j) mean += v[std::size_t(i * n + j)];
+    for (index_t j = 0; j < n; ++j) {
+      mean += v[std::size_t(i * n + j)];
+    }
     mean /= double(n);
     for (index_t j = 0; j < n; ++j) {
       bad += !(std::fabs(got[std::size_t(i * n + j)] - (v[std::size_t(i * n + j)] - mean)) <= 1e-5);

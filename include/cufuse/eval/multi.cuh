@@ -30,7 +30,8 @@ __global__ void __launch_bounds__(eval_block_size)
     for_index_device<K>([&](auto k) {
       const auto& dst = get<std::remove_cvref_t<decltype(k)>::value>(dsts);
       using T = typename std::remove_cvref_t<decltype(dst)>::value_type;
-      dst.ptr[offset_at(dst.str, p)] = convert<T>(get<std::remove_cvref_t<decltype(k)>::value>(exprs).eval_in(p));
+      dst.ptr[offset_at(dst.str, p)] =
+          convert<T>(get<std::remove_cvref_t<decltype(k)>::value>(exprs).eval_in(p));
     });
   }
 }
@@ -53,7 +54,8 @@ void evaluate_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
       for_index<K>([&](auto k) {
         const auto& dst = get<std::remove_cvref_t<decltype(k)>::value>(dsts);
         using T = typename std::remove_cvref_t<decltype(dst)>::value_type;
-        dst.ptr[offset_at(dst.str, p)] = convert<T>(get<std::remove_cvref_t<decltype(k)>::value>(exprs).eval_in(p));
+        dst.ptr[offset_at(dst.str, p)] =
+            convert<T>(get<std::remove_cvref_t<decltype(k)>::value>(exprs).eval_in(p));
       });
     }
   } else {
@@ -77,10 +79,11 @@ bool multi_aliases(const extents<R>& shape, const pack<Ds...>& dsts, const pack<
       for (const auto& o : operands_of<R>(get<std::remove_cvref_t<decltype(j)>::value>(exprs))) {
         alias = alias || overlaps_elsewhere(di, o, shape);
       }
-      if constexpr (std::remove_cvref_t<decltype(j)>::value != std::remove_cvref_t<decltype(k)>::value) {
+      if constexpr (std::remove_cvref_t<decltype(j)>::value !=
+                    std::remove_cvref_t<decltype(k)>::value) {
         const auto dj = destination_info<R>(get<std::remove_cvref_t<decltype(j)>::value>(dsts));
-        alias = alias || overlaps_elsewhere(di, dj, shape) ||
-                (di.ptr == dj.ptr && shape.size() > 0);
+        alias =
+            alias || overlaps_elsewhere(di, dj, shape) || (di.ptr == dj.ptr && shape.size() > 0);
       }
     });
   });
@@ -102,8 +105,7 @@ void assign_multi(const pack<Ds...>& dsts, const pack<Es...>& exprs, cudaStream_
   static_assert(((Es::rank == 0 || Es::rank == R) && ...),
                 "cufuse::pack: each expression's rank must be the outputs' rank (or 0)");
   static_assert(((std::is_same_v<typename Es::space, any_space> ||
-                  std::is_same_v<typename Es::space, Space>) &&
-                 ...),
+                  std::is_same_v<typename Es::space, Space>)&&...),
                 "cufuse::pack: cannot mix host and device tensors");
   // The full shape: the largest extent of each dimension over the outputs.
   extents<R> shape = get<0>(dsts).shape();
@@ -170,7 +172,8 @@ void assign_multi(const pack<Ds...>& dsts, const pack<Es...>& exprs, cudaStream_
       }()...);
     }(std::make_index_sequence<K>{});
     for_index<K>([&](auto k) {
-      evaluate(get<std::remove_cvref_t<decltype(k)>::value>(dsts), get<std::remove_cvref_t<decltype(k)>::value>(firsts), stream);
+      evaluate(get<std::remove_cvref_t<decltype(k)>::value>(dsts),
+               get<std::remove_cvref_t<decltype(k)>::value>(firsts), stream);
     });
     return;
   }

@@ -10,8 +10,8 @@
 /// A view does not own memory: the tensor must outlive it (views of temporaries do not compile).
 #pragma once
 
-#include "tensor.cuh"
 #include "../reduce/node.cuh"
+#include "tensor.cuh"
 
 #include <concepts>
 #include <string>

@@ -142,8 +142,8 @@ bool try_reduce_flat(const D& d, const N& n, cudaStream_t stream) {
                           "reduction workspace");
     partial = static_cast<S*>(p);
   }
-  reduce_flat_kernel<V><<<unsigned(splits), reduce_block, 0, stream>>>(d.ptr, n.red, arg, count,
-                                                                       chunk, partial);
+  reduce_flat_kernel<V>
+      <<<unsigned(splits), reduce_block, 0, stream>>>(d.ptr, n.red, arg, count, chunk, partial);
   check_launch<T>("reduce_flat_kernel<<<>>>", count, splits, reduce_block, stream);
   if (partial != nullptr) {
     auto g = geometry_of(n, d.str);
@@ -194,8 +194,8 @@ void reduce_into(const D& d, const N& n, cudaStream_t stream) {
         g.chunk = g.count;
         const index_t blocks = (g.results + reduce_warps - 1) / reduce_warps;
         const unsigned grid = unsigned(blocks < max_grid_blocks ? blocks : max_grid_blocks);
-        reduce_rows_kernel<true, R><<<grid, reduce_block, 0, stream>>>(d.ptr, n.red, n.arg, g,
-                                                                       partial);
+        reduce_rows_kernel<true, R>
+            <<<grid, reduce_block, 0, stream>>>(d.ptr, n.red, n.arg, g, partial);
         check_launch<T>("reduce_rows_kernel<<<>>>", g.results * g.count, grid, reduce_block,
                         stream);
         return;
@@ -214,10 +214,9 @@ void reduce_into(const D& d, const N& n, cudaStream_t stream) {
       }
       const index_t units = g.results * splits;
       const unsigned grid = unsigned(units < max_grid_blocks ? units : max_grid_blocks);
-      reduce_rows_kernel<false, R><<<grid, reduce_block, 0, stream>>>(d.ptr, n.red, n.arg, g,
-                                                                      partial);
-      check_launch<T>("reduce_rows_kernel<<<>>>", g.results * g.count, grid, reduce_block,
-                      stream);
+      reduce_rows_kernel<false, R>
+          <<<grid, reduce_block, 0, stream>>>(d.ptr, n.red, n.arg, g, partial);
+      check_launch<T>("reduce_rows_kernel<<<>>>", g.results * g.count, grid, reduce_block, stream);
     } else {
       const index_t bx = (g.results + 31) / 32;
       index_t splits = 1;
@@ -234,8 +233,8 @@ void reduce_into(const D& d, const N& n, cudaStream_t stream) {
         workspace(g.results * splits);
       }
       const dim3 grid(unsigned(bx < max_grid_blocks ? bx : max_grid_blocks), unsigned(splits));
-      reduce_columns_kernel<R><<<grid, dim3(32, column_rows), 0, stream>>>(d.ptr, n.red, n.arg, g,
-                                                                          partial);
+      reduce_columns_kernel<R>
+          <<<grid, dim3(32, column_rows), 0, stream>>>(d.ptr, n.red, n.arg, g, partial);
       check_launch<T>("reduce_columns_kernel<<<>>>", g.results * g.count, grid.x, reduce_block,
                       stream);
     }
@@ -284,8 +283,7 @@ auto materialize(const N& n, temporaries& temps, cudaStream_t stream) {
     }
     return t->node();
   } else {
-    return materialize_map(n, temps, stream,
-                           std::make_index_sequence<map_arity<N>::value>{});
+    return materialize_map(n, temps, stream, std::make_index_sequence<map_arity<N>::value>{});
   }
 }
 

@@ -54,8 +54,8 @@ auto item(const E& e) {
   static_assert(N::rank == 0, "cufuse::item: the expression must have rank 0 (a full reduction "
                               "such as sum(x), or a rank-0 tensor)");
   using T = typename N::value_type;
-  using Space = std::conditional_t<std::is_same_v<typename N::space, host_space>, host_space,
-                                   device_space>;
+  using Space =
+      std::conditional_t<std::is_same_v<typename N::space, host_space>, host_space, device_space>;
   tensor<T, 0, Space> t;
   cufuse::assign(t, n, current_stream());
   if constexpr (std::is_same_v<Space, host_space>) {

@@ -33,12 +33,12 @@ template <int R>
 struct reduce_geometry {
   int nk = 0, nr = 0;
   int kd[R > 0 ? R : 1] = {}, rd[R > 0 ? R : 1] = {}; // kept / reduced axes, in order
-  unsigned reduced = 0;                                 // bit d: axis d is reduced
-  int first_k = -1, first_r = -1;                       // outermost kept / reduced axis
-  fast_divmod<std::uint64_t> div[R > 0 ? R : 1];        // per axis: its extent
-  index_t out_str[R > 0 ? R : 1] = {};                  // per kept axis: destination stride
-  index_t results = 1, count = 1;                       // O results, N reduced elements each
-  index_t chunk = 0;                                    // reduced elements per split
+  unsigned reduced = 0;                               // bit d: axis d is reduced
+  int first_k = -1, first_r = -1;                     // outermost kept / reduced axis
+  fast_divmod<std::uint64_t> div[R > 0 ? R : 1];      // per axis: its extent
+  index_t out_str[R > 0 ? R : 1] = {};                // per kept axis: destination stride
+  index_t results = 1, count = 1;                     // O results, N reduced elements each
+  index_t chunk = 0;                                  // reduced elements per split
   int splits = 1;
 };
 

@@ -53,9 +53,7 @@ struct reduce_node {
   CUFUSE_HOST_DEVICE bool reduces(int d) const { return ((mask >> d) & 1u) != 0; }
 
   /// The shape of the result.
-  CUFUSE_HOST_DEVICE extents<rank> shape() const {
-    return reduced_shape(arg.shape());
-  }
+  CUFUSE_HOST_DEVICE extents<rank> shape() const { return reduced_shape(arg.shape()); }
   CUFUSE_HOST_DEVICE extents<rank> reduced_shape(const extents<arg_rank>& in) const {
     extents<rank> out;
     int o = 0;
@@ -99,7 +97,8 @@ struct reduce_node {
   /// Folds the reduced axes with the kept coordinates of `q` fixed: r runs row-major over the
   /// reduced axes (the index argmax reports).
   template <class I>
-  CUFUSE_HOST_DEVICE compute_type fold_at(coords<arg_rank, I> q, const extents<arg_rank>& in) const {
+  CUFUSE_HOST_DEVICE compute_type fold_at(coords<arg_rank, I> q,
+                                          const extents<arg_rank>& in) const {
     index_t n = 1;
     for (int d = 0; d < arg_rank; ++d) {
       n *= reduces(d) ? in[d] : 1;
@@ -181,10 +180,9 @@ auto make_reduce(Red red, const X& x, unsigned mask) {
   using A = decltype(a);
   static_assert(NAxes <= A::rank, "cufuse: internal: more axes than the operand's rank");
   reduce_node<Red, A, Keep, NAxes> n{red, a, mask};
-  constexpr bool needs_elements = std::is_same_v<Red, reducers::amax> ||
-                                  std::is_same_v<Red, reducers::amin> ||
-                                  std::is_same_v<Red, reducers::argmax> ||
-                                  std::is_same_v<Red, reducers::argmin>;
+  constexpr bool needs_elements =
+      std::is_same_v<Red, reducers::amax> || std::is_same_v<Red, reducers::amin> ||
+      std::is_same_v<Red, reducers::argmax> || std::is_same_v<Red, reducers::argmin>;
   if constexpr (needs_elements) {
     if constexpr (A::rank > 0) {
       const auto s = a.shape();
@@ -205,7 +203,7 @@ constexpr int rank_of = node_t<X>::rank;
 
 template <class X>
 unsigned all_axes() {
-  return rank_of<X> >= 32 ? ~0u : (1u << rank_of<X>) - 1u;
+  return rank_of<X> >= 32 ? ~0u : (1u << rank_of<X>)-1u;
 }
 
 } // namespace detail
@@ -217,7 +215,7 @@ unsigned all_axes() {
 #define CUFUSE_REDUCTION(NAME, RED)                                                                \
   template <tensor_operand X>                                                                      \
   auto NAME(const X& x) {                                                                          \
-    return detail::make_reduce<false, detail::rank_of<X>>(RED{}, x, detail::all_axes<X>());       \
+    return detail::make_reduce<false, detail::rank_of<X>>(RED{}, x, detail::all_axes<X>());        \
   }                                                                                                \
   template <tensor_operand X>                                                                      \
   auto NAME(const X& x, int axis) {                                                                \
@@ -233,12 +231,12 @@ unsigned all_axes() {
 #define CUFUSE_REDUCTION_AXES(NAME, RED)                                                           \
   CUFUSE_REDUCTION(NAME, RED)                                                                      \
   template <tensor_operand X, std::size_t K>                                                       \
-  auto NAME(const X& x, const int (&axes)[K]) {                                                    \
+  auto NAME(const X& x, const int(&axes)[K]) {                                                     \
     return detail::make_reduce<false, int(K)>(RED{}, x,                                            \
                                               detail::axes_mask(#NAME, axes, detail::rank_of<X>)); \
   }                                                                                                \
   template <tensor_operand X, std::size_t K>                                                       \
-  auto NAME(const X& x, const int (&axes)[K], keepdim_t) {                                         \
+  auto NAME(const X& x, const int(&axes)[K], keepdim_t) {                                          \
     return detail::make_reduce<true, int(K)>(RED{}, x,                                             \
                                              detail::axes_mask(#NAME, axes, detail::rank_of<X>));  \
   }
@@ -304,7 +302,7 @@ inline constexpr all_t all{};
 #define CUFUSE_MOMENT(NAME, ROOT)                                                                  \
   template <tensor_operand X>                                                                      \
   auto NAME(const X& x, correction c = {}) {                                                       \
-    return detail::make_reduce<false, detail::rank_of<X>>(reducers::var{c.value, ROOT}, x,        \
+    return detail::make_reduce<false, detail::rank_of<X>>(reducers::var{c.value, ROOT}, x,         \
                                                           detail::all_axes<X>());                  \
   }                                                                                                \
   template <tensor_operand X>                                                                      \
@@ -318,12 +316,12 @@ inline constexpr all_t all{};
                                         detail::axes_mask(#NAME, {axis}, detail::rank_of<X>));     \
   }                                                                                                \
   template <tensor_operand X, std::size_t K>                                                       \
-  auto NAME(const X& x, const int (&axes)[K], correction c = {}) {                                 \
+  auto NAME(const X& x, const int(&axes)[K], correction c = {}) {                                  \
     return detail::make_reduce<false, int(K)>(reducers::var{c.value, ROOT}, x,                     \
                                               detail::axes_mask(#NAME, axes, detail::rank_of<X>)); \
   }                                                                                                \
   template <tensor_operand X, std::size_t K>                                                       \
-  auto NAME(const X& x, const int (&axes)[K], keepdim_t, correction c = {}) {                      \
+  auto NAME(const X& x, const int(&axes)[K], keepdim_t, correction c = {}) {                       \
     return detail::make_reduce<true, int(K)>(reducers::var{c.value, ROOT}, x,                      \
                                              detail::axes_mask(#NAME, axes, detail::rank_of<X>));  \
   }

@@ -23,8 +23,7 @@ using detail::opmath_t;
 /// The sum's accumulator: float for half / bf16 / float, double for double, int64 for integers
 /// and bool.
 template <class T>
-using sum_acc_t =
-    std::conditional_t<detail::is_floating_v<T>, opmath_t<T>, std::int64_t>;
+using sum_acc_t = std::conditional_t<detail::is_floating_v<T>, opmath_t<T>, std::int64_t>;
 /// The sum's result: the input type for floating types, int64 for integers and bool (PyTorch).
 template <class T>
 using sum_result_t = std::conditional_t<detail::is_floating_v<T>, T, std::int64_t>;

@@ -48,7 +48,8 @@ inline int rows_smem_budget() {
   }
   int optin = 0;
   CUFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  const int budget = optin > 2 * rows_static_reserve ? optin - rows_static_reserve : 48 * 1024 - rows_static_reserve;
+  const int budget = optin > 2 * rows_static_reserve ? optin - rows_static_reserve
+                                                     : 48 * 1024 - rows_static_reserve;
   if (dev >= 0 && dev < max_cached_devices) {
     cache[dev].store(budget, std::memory_order_relaxed);
   }
@@ -184,8 +185,7 @@ constexpr bool row_fusable_types(int r) {
 
 template <class E>
 constexpr bool row_fusable(int r) {
-  return r >= 1 && E::rank == r && reduction_count<E>() <= max_row_slots &&
-         row_fusable_types<E>(r);
+  return r >= 1 && E::rank == r && reduction_count<E>() <= max_row_slots && row_fusable_types<E>(r);
 }
 
 // ---- binding ---------------------------------------------------------------------------------
@@ -394,14 +394,14 @@ CUFUSE_DEVICE void stage_chunk(const X& node, unsigned char* staged, index_t j0,
 /// consecutive reductions: a thread can only overwrite a buffer after a barrier that every
 /// thread reaches once it has read that buffer.
 template <int R, int V, std::size_t K, class Trees, class Outs>
-__global__ void __launch_bounds__(rows_max_threads) rows_kernel(Outs outs, Trees trees,
-                                                                row_walk<R> w) {
+__global__ void __launch_bounds__(rows_max_threads)
+    rows_kernel(Outs outs, Trees trees, row_walk<R> w) {
   extern __shared__ __align__(16) unsigned char staged[];
   constexpr int state_bytes = rows_state_bytes<Trees>;
   __shared__ __align__(16) unsigned char partials[2][32 * state_bytes];
   const index_t n = w.n;
-  const index_t full = n / V;                 // chunks of V columns
-  const int rest = int(n - full * V);         // columns in the tail chunk
+  const index_t full = n / V;         // chunks of V columns
+  const int rest = int(n - full * V); // columns in the tail chunk
   const index_t chunks = full + (rest > 0);
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
   const int warp = tid / 32, warps = threads / 32;
@@ -584,7 +584,8 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
       ok = ok && node.mask == (1u << (R - 1)) && node.arg.shape() == shape;
     }
   };
-  for_index<K>([&](auto k) { visit_tree(get<std::remove_cvref_t<decltype(k)>::value>(exprs), check); });
+  for_index<K>(
+      [&](auto k) { visit_tree(get<std::remove_cvref_t<decltype(k)>::value>(exprs), check); });
   if (!ok) {
     return false;
   }
@@ -609,7 +610,8 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
       }
     }
   };
-  for_index<K>([&](auto k) { visit_tree(get<std::remove_cvref_t<decltype(k)>::value>(exprs), collect); });
+  for_index<K>(
+      [&](auto k) { visit_tree(get<std::remove_cvref_t<decltype(k)>::value>(exprs), collect); });
   // An output that overlaps an operand read at other elements (a shifted or transposed view of
   // it) would be read after it is written: not this kernel. The same layout is fine: a row is
   // read whole before it is written.
@@ -703,7 +705,8 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
       reds[slot++] = {&type_tag<N>, &node};
     }
   };
-  for_index<K>([&](auto k) { visit_tree(get<std::remove_cvref_t<decltype(k)>::value>(exprs), dedupe); });
+  for_index<K>(
+      [&](auto k) { visit_tree(get<std::remove_cvref_t<decltype(k)>::value>(exprs), dedupe); });
   const auto trees = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
     return make_pack(
         bind_rows<leaves_before<Es...>(Ks), slots_before<Es...>(Ks)>(get<Ks>(exprs), lay)...);
@@ -745,8 +748,8 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   }
   const index_t grid = w.rows < max_grid_blocks ? w.rows : max_grid_blocks;
   kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
-  check_launch<typename get_first<Ds...>::type::value_type>("rows_kernel<<<>>>", shape.size(),
-                                                            grid, threads, stream);
+  check_launch<typename get_first<Ds...>::type::value_type>("rows_kernel<<<>>>", shape.size(), grid,
+                                                            threads, stream);
   return true;
 }
 
