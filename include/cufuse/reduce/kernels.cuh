@@ -243,8 +243,9 @@ __global__ void __launch_bounds__(reduce_block)
   const index_t begin = index_t(blockIdx.x) * chunk;
   const index_t end = begin + chunk < n ? begin + chunk : n;
   const index_t step = index_t(blockDim.x) * V;
-  // Three levels of states keep the long float sums accurate (the mean of 2^28 values around
-  // 1e4 within 1e-6): the values of one step, then 16 steps, then the thread's total.
+  // Three levels of states, so that a thread's float sum never adds one value to a much larger
+  // running total: the values of one step, then 16 steps, then the thread's total. (The large
+  // error seen once came from the split merge instead; see reduce_finish_kernel.)
   auto s = red.template init<In>();
   auto mid = red.template init<In>();
   int steps = 0;
