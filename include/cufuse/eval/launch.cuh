@@ -32,30 +32,41 @@ inline int eval_waves() {
   return waves;
 }
 
-/// Blocks per grid cap for `kernel` on the current device; computed on first use per device.
-template <auto Kernel>
-int cached_max_grid() {
-  static std::atomic<int> cache[max_cached_devices] = {};
+/// `compute(dev)` (a positive int) for the current device, computed on first use per device and
+/// cached in `cache`.
+template <class F>
+int per_device(std::atomic<int> (&cache)[max_cached_devices], F&& compute) {
   int dev = 0;
   CUFUSE_CUDA_CHECK(cudaGetDevice(&dev));
-  if (dev >= 0 && dev < max_cached_devices) {
+  const bool cached = dev >= 0 && dev < max_cached_devices;
+  if (cached) {
     const int hit = cache[dev].load(std::memory_order_relaxed);
     if (hit > 0) {
       return hit;
     }
   }
-  int sms = 0, per_sm = 0;
-  CUFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CUFUSE_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, eval_block_size, 0));
-  const int waves = eval_waves();
-  std::int64_t grid =
-      waves > 0 ? std::int64_t(sms) * (per_sm > 0 ? per_sm : 1) * waves : max_grid_blocks;
-  grid = grid < max_grid_blocks ? grid : max_grid_blocks;
-  if (dev >= 0 && dev < max_cached_devices) {
-    cache[dev].store(int(grid), std::memory_order_relaxed);
+  const int value = compute(dev);
+  if (cached) {
+    cache[dev].store(value, std::memory_order_relaxed);
   }
-  return int(grid);
+  return value;
+}
+
+/// Blocks per grid cap for `kernel` on the current device; computed on first use per device.
+template <auto Kernel>
+int cached_max_grid() {
+  static std::atomic<int> cache[max_cached_devices] = {};
+  return per_device(cache, [](int dev) {
+    int sms = 0, per_sm = 0;
+    CUFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUFUSE_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, eval_block_size, 0));
+    const int waves = eval_waves();
+    std::int64_t grid =
+        waves > 0 ? std::int64_t(sms) * (per_sm > 0 ? per_sm : 1) * waves : max_grid_blocks;
+    grid = grid < max_grid_blocks ? grid : max_grid_blocks;
+    return int(grid);
+  });
 }
 
 /// Checks a launch; the message names the kernel, the element count and the grid.

@@ -21,17 +21,11 @@ using temporaries = std::vector<std::shared_ptr<void>>;
 
 inline int device_sm_count() {
   static std::atomic<int> cache[max_cached_devices] = {};
-  int dev = 0;
-  CUFUSE_CUDA_CHECK(cudaGetDevice(&dev));
-  if (dev >= 0 && dev < max_cached_devices && cache[dev].load() > 0) {
-    return cache[dev].load();
-  }
-  int sms = 0;
-  CUFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  if (dev >= 0 && dev < max_cached_devices) {
-    cache[dev].store(sms);
-  }
-  return sms;
+  return per_device(cache, [](int dev) {
+    int sms = 0;
+    CUFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    return sms;
+  });
 }
 
 /// The geometry of reducing `n` into a destination with strides `dst_str` (of the node's shape).
@@ -88,24 +82,8 @@ bool flat_reducible(const Arg& arg, int widest) {
   return ok;
 }
 
-/// The widest leaf element of a tree without reductions, in bytes (at least 1).
-template <class N>
-constexpr int widest_leaf() {
-  if constexpr (is_leaf_node_v<N>) {
-    return int(sizeof(typename N::value_type));
-  } else if constexpr (map_arity<N>::value > 0) {
-    return []<class Op, class... Args>(map_node<Op, Args...>*) {
-      int m = 1;
-      ((m = m > widest_leaf<Args>() ? m : widest_leaf<Args>()), ...);
-      return m;
-    }(static_cast<N*>(nullptr));
-  } else {
-    return 1;
-  }
-}
-
 /// A full reduction of contiguous, aligned operands: the flat kernel (split over blocks, then
-/// the finish kernel merges the splits in order). False when the operands do not allow it.
+/// the finish kernel merges the splits). False when the operands do not allow it.
 template <class D, class N>
 bool try_reduce_flat(const D& d, const N& n, cudaStream_t stream) {
   using T = typename D::value_type;
@@ -113,7 +91,7 @@ bool try_reduce_flat(const D& d, const N& n, cudaStream_t stream) {
   using S = typename N::state_type;
   using Arg = typename N::arg_type;
   constexpr int R = N::arg_rank;
-  constexpr int widest = widest_leaf<Arg>();
+  constexpr int widest = max_leaf_bytes<Arg>() > 0 ? max_leaf_bytes<Arg>() : 1;
   constexpr int V = 16 / widest > 0 ? 16 / widest : 1;
   if (!flat_reducible(n.arg, widest)) {
     return false;

@@ -38,22 +38,12 @@ inline std::atomic<int> rows_chunks_per_thread{8};
 /// beyond 48 KB): the per-block opt-in limit less the reserve; queried once per device.
 inline int rows_smem_budget() {
   static std::atomic<int> cache[max_cached_devices] = {};
-  int dev = 0;
-  CUFUSE_CUDA_CHECK(cudaGetDevice(&dev));
-  if (dev >= 0 && dev < max_cached_devices) {
-    const int hit = cache[dev].load(std::memory_order_relaxed);
-    if (hit > 0) {
-      return hit;
-    }
-  }
-  int optin = 0;
-  CUFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  const int budget = optin > 2 * rows_static_reserve ? optin - rows_static_reserve
-                                                     : 48 * 1024 - rows_static_reserve;
-  if (dev >= 0 && dev < max_cached_devices) {
-    cache[dev].store(budget, std::memory_order_relaxed);
-  }
-  return budget;
+  return per_device(cache, [](int dev) {
+    int optin = 0;
+    CUFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    return optin > 2 * rows_static_reserve ? optin - rows_static_reserve
+                                           : 48 * 1024 - rows_static_reserve;
+  });
 }
 inline constexpr int max_row_slots = 16;
 
