@@ -7,7 +7,7 @@
 For each kernel (.text.<name> section): its instruction count, its HMMA count, and per group
 of 128 HMMAs in address order (an mma.sync main loop of 128 MMAs per K tile is one group) how
 many carry an operand-reuse flag. ptxas schedules the same main loop differently in different
-kernel bodies (bench/NOTES.md g19, g28): a drop here (112 -> 73 of 128) went with a 9% slower
+kernel bodies (bench/JOURNAL.md g19, g28): a drop here (112 -> 73 of 128) went with a 9% slower
 kernel. Reads SASS control bits of sm_80/sm_90 encodings: 16-byte instructions, opcode in
 the low 12 bits (HMMA: 0x23c), reuse flags in bits 58-61 of the high word.
 """

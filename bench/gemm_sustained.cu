@@ -5,7 +5,7 @@
 //
 // Why next to cufuse-tune's numbers: the tuner times single calls on an otherwise idle GPU
 // (bursts). Held at full load, an H100 reaches its board power limit within a second and
-// lowers its clock, by a different amount for each kernel (bench/NOTES.md g23): the sustained
+// lowers its clock, by a different amount for each kernel (bench/JOURNAL.md g23): the sustained
 // ratios are those of a long training or solver run.
 //
 //   cufuse_bench_gemm_sustained --variants NAME[,NAME...] [--dtypes tf32,f16] [--trans NN,NT]

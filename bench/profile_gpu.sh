@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Nsight Compute profiles of single GEMM variants and of cuBLAS on the same problem, for the
-# performance notes (bench/NOTES.md). Run from the repository root on the GPU machine:
+# performance notes (bench/JOURNAL.md). Run from the repository root on the GPU machine:
 #   PROFILES="f16:NN:4096x4096x4096:wg2pp tf32:NN:4096x4096x4096:128x256" bash bench/profile_gpu.sh
 # Each entry is dtype:op:shape:variant-substring (cufuse-tune --only); `cublas` as the variant
 # profiles cuBLAS's kernel for that problem instead. Reports go to $OUT/profiles.txt.

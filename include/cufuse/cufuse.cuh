@@ -4,6 +4,12 @@
 ///   A = B * 2.0f + cufuse::sin(C);   // one kernel on the current stream
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_CUFUSE_CUH
+#endif
+
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/extents.hpp"
@@ -23,3 +29,12 @@
 #include "memory/views.cuh"
 #include "reduce/functions.cuh"
 #include "reduce/node.cuh"
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_CUFUSE_CUH
+#undef CUFUSE_DETAIL_FIRST_CUFUSE_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "eval/assign.cuh"
+#endif

@@ -8,6 +8,12 @@
 ///   cufuse::gemm(cufuse::transpose(A2), B, C, 2.0f, 1.0f, stream);   // C = 2 A2^T B + C
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_GEMM_CUH
+#endif
+
 #include "core/error.hpp"
 #include "gemm/problem.hpp"
 #include "memory/stream.hpp"
@@ -40,10 +46,20 @@ struct matrix_ref {
 namespace gemm_detail {
 inline void check_matrix(index_t batch, index_t rows, index_t cols, index_t ld, index_t stride,
                          const void* p) {
+  // Appended piece by piece: gcc 12 reports a false -Wrestrict in `"[" + std::to_string(...)`.
   auto shape = [&] {
-    return "[" + std::to_string(batch) + " x " + std::to_string(rows) + " x " +
-           std::to_string(cols) + ", ld " + std::to_string(ld) + ", batch stride " +
-           std::to_string(stride) + "]";
+    std::string s = "[";
+    s += std::to_string(batch);
+    s += " x ";
+    s += std::to_string(rows);
+    s += " x ";
+    s += std::to_string(cols);
+    s += ", ld ";
+    s += std::to_string(ld);
+    s += ", batch stride ";
+    s += std::to_string(stride);
+    s += "]";
+    return s;
   };
   if (batch < 0 || rows < 0 || cols < 0) {
     throw shape_error("cufuse::matrix: negative extent in " + shape());
@@ -284,3 +300,12 @@ void record(A&& a, B&& b, C&& c, const gemm_options& options, const std::string&
 } // namespace tuning
 
 } // namespace cufuse
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_GEMM_CUH
+#undef CUFUSE_DETAIL_FIRST_GEMM_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "eval/assign.cuh"
+#endif

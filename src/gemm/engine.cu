@@ -68,7 +68,7 @@ struct device_state {
   std::vector<int> arch; // per variant: SASS arch of its kernels on this device (0: none)
   // Split-K workspaces come from this pool, which keeps up to 256 MiB mapped between calls;
   // the default pool hands freed memory back to the driver at every synchronization, so the
-  // next call paid for a fresh mapping (bench/NOTES.md g12, g15, g27). Null: the default pool.
+  // next call paid for a fresh mapping (bench/JOURNAL.md g12, g15, g27). Null: the default pool.
   cudaMemPool_t pool = nullptr;
 };
 
@@ -322,7 +322,7 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   // and the last split of a tile to arrive (a counter per tile) sums them and writes C
   // (kernels.cuh splitk_fixup). More splits: the blocks write partials only and a reduction
   // kernel sums them over the whole GPU, since one block per tile reading 8 or 16 partials
-  // was slower than the second launch (bench/NOTES.md g27).
+  // was slower than the second launch (bench/JOURNAL.md g27).
   const bool fixup = splits <= 4;
   // Counters for every output tile of the grid the kernel runs: TF32 NN on mma.sync runs as
   // C^T = B^T A^T, n x m in tiles of bm x bn (variants.cuh), whose count differs when bm != bn.

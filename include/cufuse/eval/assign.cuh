@@ -1,6 +1,12 @@
 /// \file dst = expr: shape check on the host, then one kernel launch (device) or one loop (host).
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_EVAL_ASSIGN_CUH
+#endif
+
 #include "../expr/node.cuh"
 #include "../ops/user.cuh"
 #include "../reduce/node.cuh"
@@ -329,3 +335,8 @@ void assign(Dst&& dst, const Src& src) {
 
 // Reductions inside assignments (it includes this file: keep it last).
 #include "../reduce/evaluate.cuh"
+
+#ifdef CUFUSE_DETAIL_FIRST_EVAL_ASSIGN_CUH
+#undef CUFUSE_DETAIL_FIRST_EVAL_ASSIGN_CUH
+#undef CUFUSE_DETAIL_FIRST
+#endif

@@ -3,6 +3,12 @@
 /// collapsed form the host's plan chose), and the positions at which kernels evaluate it.
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_EVAL_BIND_CUH
+#endif
+
 #include "../core/index.cuh"
 #include "../expr/node.cuh"
 
@@ -253,3 +259,12 @@ using bound_t =
     decltype(bind<0>(std::declval<const N&>(), std::declval<const bound_layout<R, L>&>()));
 
 } // namespace cufuse::detail
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_EVAL_BIND_CUH
+#undef CUFUSE_DETAIL_FIRST_EVAL_BIND_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "assign.cuh"
+#endif

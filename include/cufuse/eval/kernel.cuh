@@ -7,6 +7,12 @@
 ///                         (a transpose): tiles staged through shared memory, both sides coalesced
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_EVAL_KERNEL_CUH
+#endif
+
 #include "bind.cuh"
 
 namespace cufuse::detail {
@@ -260,3 +266,12 @@ __global__ void __launch_bounds__(tile_block_size)
 }
 
 } // namespace cufuse::detail
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_EVAL_KERNEL_CUH
+#undef CUFUSE_DETAIL_FIRST_EVAL_KERNEL_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "assign.cuh"
+#endif

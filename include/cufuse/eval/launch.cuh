@@ -3,6 +3,12 @@
 /// one cudaGetDevice and one <<<>>>.
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_EVAL_LAUNCH_CUH
+#endif
+
 #include "../core/error.hpp"
 #include "kernel.cuh"
 #include "plan.cuh"
@@ -16,7 +22,7 @@
 namespace cufuse::detail {
 
 inline constexpr int max_cached_devices = 64;
-inline constexpr int default_eval_waves = 0; // bench/NOTES.md: uncapped matched the hand kernel
+inline constexpr int default_eval_waves = 0; // bench/JOURNAL.md: uncapped matched the hand kernel
 /// The int32 path is taken for n < 2^30: every index, and index + grid stride (at most
 /// n + 255 when the grid covers all the work), then stays below 2^31.
 inline constexpr std::int64_t max_n_for_int32 = std::int64_t(1) << 30;
@@ -162,3 +168,12 @@ void launch_evaluate_tile(const Dst& dst, const Expr& expr, const eval_plan<R, L
 }
 
 } // namespace cufuse::detail
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_EVAL_LAUNCH_CUH
+#undef CUFUSE_DETAIL_FIRST_EVAL_LAUNCH_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "assign.cuh"
+#endif

@@ -4,6 +4,12 @@
 /// row (shape [..., 1]): layer_norm's output with its per-row mean and rstd.
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_EVAL_MULTI_CUH
+#endif
+
 #include "../reduce/evaluate.cuh"
 
 #include <string>
@@ -211,3 +217,12 @@ auto pack(const Xs&... xs) {
 }
 
 } // namespace cufuse
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_EVAL_MULTI_CUH
+#undef CUFUSE_DETAIL_FIRST_EVAL_MULTI_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "assign.cuh"
+#endif

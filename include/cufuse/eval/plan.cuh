@@ -4,6 +4,12 @@
 /// elements (then the expression goes through a temporary).
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_EVAL_PLAN_CUH
+#endif
+
 #include "../core/extents.hpp"
 #include "bind.cuh"
 
@@ -275,3 +281,12 @@ eval_plan<R, L> make_plan(const operand_info<R>& dst, const extents<R>& shape,
 }
 
 } // namespace cufuse::detail
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_EVAL_PLAN_CUH
+#undef CUFUSE_DETAIL_FIRST_EVAL_PLAN_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "assign.cuh"
+#endif

@@ -3,6 +3,12 @@
 /// implicitly (`X + bias`); broadcast_to is the explicit form, e.g. to assign a repeated row.
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_EXPR_BROADCAST_CUH
+#endif
+
 #include "node.cuh"
 
 #include <string>
@@ -42,3 +48,12 @@ auto broadcast_to(const X& x, const extents<Rank>& shape) {
 }
 
 } // namespace cufuse
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_EXPR_BROADCAST_CUH
+#undef CUFUSE_DETAIL_FIRST_EXPR_BROADCAST_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "../eval/assign.cuh"
+#endif

@@ -1,6 +1,12 @@
 /// \file Free functions that build expression nodes: math, activations, where, cast, map.
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_EXPR_FUNCTIONS_CUH
+#endif
+
 #include "../ops/activation.cuh"
 #include "../ops/arithmetic.cuh"
 #include "../ops/compare.cuh"
@@ -130,3 +136,12 @@ auto as_expression(const X& x) {
 }
 
 } // namespace cufuse
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_EXPR_FUNCTIONS_CUH
+#undef CUFUSE_DETAIL_FIRST_EXPR_FUNCTIONS_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "../eval/assign.cuh"
+#endif

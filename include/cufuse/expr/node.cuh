@@ -2,6 +2,12 @@
 /// nodes. Leaves (views of memory) live in memory/tensor_view.cuh.
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_EXPR_NODE_CUH
+#endif
+
 #include "../core/concepts.hpp"
 #include "../core/index.cuh"
 #include "../core/pack.hpp"
@@ -257,3 +263,12 @@ auto make_map(const char* what, Op op, const Xs&... xs) {
 
 } // namespace detail
 } // namespace cufuse
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_EXPR_NODE_CUH
+#undef CUFUSE_DETAIL_FIRST_EXPR_NODE_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "../eval/assign.cuh"
+#endif

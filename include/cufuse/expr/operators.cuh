@@ -2,6 +2,12 @@
 /// view or expression; the others may be C++ scalars (weak in promotion).
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_EXPR_OPERATORS_CUH
+#endif
+
 #include "../ops/arithmetic.cuh"
 #include "../ops/compare.cuh"
 #include "node.cuh"
@@ -53,3 +59,12 @@ auto operator~(const A& a) {
 }
 
 } // namespace cufuse
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_EXPR_OPERATORS_CUH
+#undef CUFUSE_DETAIL_FIRST_EXPR_OPERATORS_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "../eval/assign.cuh"
+#endif

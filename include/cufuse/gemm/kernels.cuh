@@ -198,7 +198,7 @@ CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0) {
   __threadfence();
   // Each thread sums groups of 4 columns over every split, the groups' loads of one split
   // issued together (16-byte loads where the workspace rows allow): a scalar loop left the
-  // finishing block waiting on one load at a time (bench/NOTES.md g27).
+  // finishing block waiting on one load at a time (bench/JOURNAL.md g27).
   static_assert(CN % 4 == 0 && (CM * CN / 4) % Threads == 0,
                 "cufuse: a split-K tile must split into 4-column groups evenly over the block");
   constexpr int G = CM * CN / 4 / Threads;
@@ -709,7 +709,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   // The copies of each interior K tile go out in `spread` groups over the k of the tile computed
   // meanwhile, not in one burst after the barrier: 8 groups for NN, 16 for the other layouts
   // (BK when shorter), the counts ptxas scheduled best. Best variant / cuBLAS, 4096^3, H100:
-  // NN 0.91 -> 0.94, NT 0.88 -> 0.94, TN 0.96 -> 0.97 (bench/NOTES.md g18).
+  // NN 0.91 -> 0.94, NT 0.88 -> 0.94, TN 0.96 -> 0.97 (bench/JOURNAL.md g18).
   constexpr int spread_max = !TA && !TB ? 8 : 16;
   constexpr int spread = spread_max < BK ? spread_max : BK;
   static_assert(BK % spread == 0, "cufuse: SIMT copy groups must split the K tile evenly");
@@ -841,7 +841,7 @@ struct mma_config {
 /// banks 8 t + g, its 8-byte reads of columns n + 2 g (g = 0..3, half a warp) on 8 t + 2 g,
 /// all distinct, and every read of the main loop is one per-thread base plus a compile-time
 /// offset. (The XOR swizzle needed an address per n8 block, recomputed every K tile: the hot
-/// loop of the 256x128 NN kernel went from 356 to 325 instructions; bench/NOTES.md g21.)
+/// loop of the 256x128 NN kernel went from 356 to 325 instructions; bench/JOURNAL.md g21.)
 template <int RowLen, int Chunk, bool Tf32Mn>
 __host__ __device__ constexpr int swz(int r, int c) {
   constexpr int ch = RowLen / Chunk;
@@ -1079,7 +1079,7 @@ CUFUSE_DEVICE_FN void mma_1688_tf32(float (&d)[4], const unsigned (&a)[4], const
 /// top 19 bits and drop the low 13 (toward zero), the same as the wgmma variants, which read
 /// fp32 tiles straight from shared memory; so every TF32 variant computes with the same inputs,
 /// whichever one the tuner picks. (Rounding by a cvt.rna per fragment register made TF32
-/// mma.sync 17-25% slower at 4096^3: bench/NOTES.md g18.)
+/// mma.sync 17-25% slower at 4096^3: bench/JOURNAL.md g18.)
 CUFUSE_DEVICE_FN unsigned to_tf32(float x) { return __float_as_uint(x); }
 
 /// Loads the A and B fragments of k-step `ks` for this warp from the stage tiles at shared
@@ -1154,7 +1154,7 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
 
 /// One k-step of a warp: the MMAs of fragments `fa` x `fb`, with the fragments of step `nks`
 /// (at stage addresses na / nb, npa / npb) read into `na_f` / `nb_f` between the rows of MMAs,
-/// not all before them: fewer warps stall on a full MIO queue (bench/NOTES.md g21).
+/// not all before them: fewer warps stall on a full MIO queue (bench/JOURNAL.md g21).
 template <class Cfg, bool TA, bool TB>
 CUFUSE_DEVICE_FN void mma_step(float (&acc)[Cfg::MI][Cfg::NI][4], const unsigned (&fa)[Cfg::MI][4],
                                const unsigned (&fb)[Cfg::NI][2], unsigned na, unsigned nb,
@@ -1196,7 +1196,7 @@ CUFUSE_DEVICE_FN void mma_epilogue(float (&acc)[Cfg::MI][Cfg::NI][4], unsigned c
   };
   // The output type is dispatched once, so that each warp runs one straight-line store
   // sequence (the per-store dispatch made the unrolled epilogue several times longer, and at
-  // 4096^3 warps waited on instruction fetch; bench/NOTES.md g17). C is fp32 or the input type
+  // 4096^3 warps waited on instruction fetch; bench/JOURNAL.md g17). C is fp32 or the input type
   // (cufuse::gemm's static_assert), so TF32 writes fp32 only.
   const int lane = tid & 31, warp = tid >> 5;
   const int wm = warp / Cfg::WN, wn = warp % Cfg::WN;
@@ -1204,7 +1204,7 @@ CUFUSE_DEVICE_FN void mma_epilogue(float (&acc)[Cfg::MI][Cfg::NI][4], unsigned c
   using L = mma_frag_layout<Cfg, TA, TB>;
   // C goes through shared memory (free once the last K tile is read): the fragments' own
   // layout puts 8 rows in every warp store, 8 separate 16- or 32-byte pieces, and the LSU
-  // spent ~11k cycles per 128x128 block on them (6 us, 10% of a 4096^3 block; bench/NOTES.md
+  // spent ~11k cycles per 128x128 block on them (6 us, 10% of a 4096^3 block; bench/JOURNAL.md
   // g19). Staged, each thread writes whole 16-byte row pieces. The stage holds C's tile as
   // stored: CM x CN (BN x BM under Swap, whose accumulators are C^T), rows padded so that the
   // fragments' float2 writes fall in distinct banks: by 8 floats for rows g (banks 8 g + 2 tq),
@@ -1358,7 +1358,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
   // One K tile of the main loop. `planned`: the tile loaded meanwhile (t + S - 1) lies inside
   // the matrices and takes the planned copies; otherwise the checked path (or no load at all
   // past the last tile). The two kinds run in separate loops, so the hot loop carries no
-  // checked copies: FP16 4096^3 went from 94 M to 77 M instructions and +13% (bench/NOTES.md
+  // checked copies: FP16 4096^3 went from 94 M to 77 M instructions and +13% (bench/JOURNAL.md
   // g14).
   auto tile = [&](int t, auto planned) {
     const int tl = t + S - 1;

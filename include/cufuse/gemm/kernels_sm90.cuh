@@ -715,7 +715,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
 /// copies of every K tile into an S-stage ring (`full` mbarriers); the WM x WN mma warps wait
 /// only for the stage they read next, and each releases a stage (`empty`) once it has issued
 /// its last read of it. No block-wide barrier in the main loop. The producer warpgroup gives its
-/// registers to the mma warps (setmaxnreg). Tried first (bench/NOTES.md g31): thread 0 of an
+/// registers to the mma warps (setmaxnreg). Tried first (bench/JOURNAL.md g31): thread 0 of an
 /// mma warp issuing the copies, after a __syncthreads per K tile (TF32 NN 4096^3 -12%, NT -5%
 /// against cp.async), then with the barrier replaced by a count of warps done with the stage
 /// (NT level, NN -10%, 256x128 NN -22%): each TMA instruction holds its warp for a long time,

@@ -60,7 +60,7 @@ struct variant_list {};
 using simt_variants = variant_list<
     // FP32 through cp.async pipelines (sm_80+), 16-byte aligned. First: the static heuristic
     // takes the first of equally rated tiles. _rAB: rows per warp of A's / B's transposing
-    // copies; _r22 is for NT, where both operands are transposed (bench/NOTES.md g16).
+    // copies; _r22 is for NT, where both operands are transposed (bench/JOURNAL.md g16).
     simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3>, simt_config<float, 256, 128, 8, 4, 2, 4, 1, 3>,
     simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3, 2, 2>,
     // FP32 staged through registers (any sm_70+), 16-byte loads

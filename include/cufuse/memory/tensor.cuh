@@ -1,6 +1,12 @@
 /// \file tensor<T, Rank, Space>: owning, move-only storage in device or host memory.
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_MEMORY_TENSOR_CUH
+#endif
+
 #include "tensor_view.cuh"
 
 #include <cuda_runtime_api.h>
@@ -283,3 +289,12 @@ template <class T, int Rank>
 using host_tensor = tensor<T, Rank, host_space>;
 
 } // namespace cufuse
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_MEMORY_TENSOR_CUH
+#undef CUFUSE_DETAIL_FIRST_MEMORY_TENSOR_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "../eval/assign.cuh"
+#endif

@@ -2,6 +2,12 @@
 /// the user's non-owning handle on memory that cufuse does not own.
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_MEMORY_TENSOR_VIEW_CUH
+#endif
+
 #include "../core/concepts.hpp"
 #include "../core/error.hpp"
 #include "../core/extents.hpp"
@@ -274,3 +280,12 @@ tensor_view<T, Rank, host_space> host_view(T* host_ptr, const I (&shape)[Rank],
 }
 
 } // namespace cufuse
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_MEMORY_TENSOR_VIEW_CUH
+#undef CUFUSE_DETAIL_FIRST_MEMORY_TENSOR_VIEW_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "../eval/assign.cuh"
+#endif

@@ -10,6 +10,12 @@
 /// A view does not own memory: the tensor must outlive it (views of temporaries do not compile).
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_MEMORY_VIEWS_CUH
+#endif
+
 #include "../reduce/node.cuh"
 #include "tensor.cuh"
 
@@ -299,3 +305,12 @@ auto squeeze(X&& x, index_t d) {
 }
 
 } // namespace cufuse
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_MEMORY_VIEWS_CUH
+#undef CUFUSE_DETAIL_FIRST_MEMORY_VIEWS_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "../eval/assign.cuh"
+#endif

@@ -71,9 +71,18 @@ struct result_of<void, F, A...> {
                 "cufuse::map: the host cannot see the return type of a __device__ lambda; give "
                 "it a trailing return type ([] __device__ (float x) -> float {...}), make it "
                 "__host__ __device__, or name the result: cufuse::map<float>(f, ...)");
-  using type = decltype(std::declval<F&>()(
-      std::declval<A>()...)); // F&: nvcc's host stub of a __device__ lambda is non-const
+  // F&: nvcc's host stub of a __device__ lambda is non-const.
+  static constexpr bool callable = std::is_invocable_v<F&, A...>;
+  static_assert(callable, "cufuse::map: the functor cannot be called with the operands given to "
+                          "map (one argument per operand, in order; check how many it takes)");
+  // After that error, float stands in, so that no further error follows from it.
+  using type = typename std::conditional_t<callable, std::invoke_result<F&, A...>,
+                                           std::type_identity<float>>::type;
 };
+template <class R, class F, class... A>
+struct callable_with : std::bool_constant<std::is_invocable_v<F&, A...>> {};
+template <class F, class... A>
+struct callable_with<void, F, A...> : std::bool_constant<result_of<void, F, A...>::callable> {};
 } // namespace detail_user
 
 /// Calls `f` on the operands' compute values (half/bf16 arrive as float, scalars as double or
@@ -93,7 +102,11 @@ struct user {
 
   template <class C, class... A>
   CUFUSE_INLINE auto apply(A... a) const {
-    return f(a...);
+    if constexpr (detail_user::callable_with<R, F, A...>::value) {
+      return f(a...);
+    } else { // map() has already said why (a static_assert): no second error from here
+      return result<C, A...>{};
+    }
   }
 };
 

@@ -7,6 +7,12 @@
 ///    reductions first, then the map reads the temporaries.
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_REDUCE_EVALUATE_CUH
+#endif
+
 #include "../eval/assign.cuh"
 #include "kernels.cuh"
 #include "rows.cuh"
@@ -306,3 +312,12 @@ void evaluate_reductions(const D& d, const E& e, cudaStream_t stream) {
 }
 
 } // namespace cufuse::detail
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_REDUCE_EVALUATE_CUH
+#undef CUFUSE_DETAIL_FIRST_REDUCE_EVALUATE_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "../eval/assign.cuh"
+#endif

@@ -3,6 +3,12 @@
 /// kernel (reduce/rows.cuh) when its axis is the innermost; `item` brings a value to the host.
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_REDUCE_FUNCTIONS_CUH
+#endif
+
 #include "../eval/assign.cuh"
 #include "../expr/functions.cuh"
 #include "node.cuh"
@@ -66,3 +72,12 @@ auto item(const E& e) {
 }
 
 } // namespace cufuse
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_REDUCE_FUNCTIONS_CUH
+#undef CUFUSE_DETAIL_FIRST_REDUCE_FUNCTIONS_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "../eval/assign.cuh"
+#endif

@@ -13,6 +13,12 @@
 /// across the warps of a block is a few lines here because the block size is chosen at run time.
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_REDUCE_KERNELS_CUH
+#endif
+
 #include "../core/index.cuh"
 #include "node.cuh"
 
@@ -327,3 +333,12 @@ __global__ void __launch_bounds__(reduce_block)
 }
 
 } // namespace cufuse::detail
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_REDUCE_KERNELS_CUH
+#undef CUFUSE_DETAIL_FIRST_REDUCE_KERNELS_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "../eval/assign.cuh"
+#endif

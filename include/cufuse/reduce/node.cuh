@@ -5,6 +5,12 @@
 /// over the reduced elements (correct, but O(reduced size) per element).
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_REDUCE_NODE_CUH
+#endif
+
 #include "../expr/node.cuh"
 #include "../expr/operators.cuh"
 #include "reducers.cuh"
@@ -339,3 +345,12 @@ auto dot(const A& a, const B& b) {
 }
 
 } // namespace cufuse
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_REDUCE_NODE_CUH
+#undef CUFUSE_DETAIL_FIRST_REDUCE_NODE_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "../eval/assign.cuh"
+#endif

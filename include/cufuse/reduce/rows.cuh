@@ -16,6 +16,12 @@
 /// holds it), a multi-pass scheme, still one kernel.
 #pragma once
 
+// The first cufuse header of a file brings the evaluation engine at its end (see below).
+#ifndef CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST
+#define CUFUSE_DETAIL_FIRST_REDUCE_ROWS_CUH
+#endif
+
 #include "../eval/launch.cuh"
 #include "kernels.cuh"
 
@@ -750,3 +756,12 @@ bool try_rows(const D& d, const E& e, cudaStream_t stream) {
 }
 
 } // namespace cufuse::detail
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_REDUCE_ROWS_CUH
+#undef CUFUSE_DETAIL_FIRST_REDUCE_ROWS_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "../eval/assign.cuh"
+#endif

@@ -245,7 +245,7 @@ private:
 /// variants within 3% count as equally good (the tuner's accuracy goal), and at most 2 samples
 /// per arm on average (40% of a 5-sample exhaustive sweep) before the best median is committed.
 /// Chosen by replaying recorded per-variant samples of 216 GEMM keys (H100 and H200) through the
-/// bandit (bench/NOTES.md, g12): with the wgmma variants within a few percent of each other the
+/// bandit (bench/JOURNAL.md, g12): with the wgmma variants within a few percent of each other the
 /// earlier 25% / 2% / 3-per-arm setting needed more measurements than that.
 inline bandit_config gemm_bandit_config(int arms) {
   bandit_config c;

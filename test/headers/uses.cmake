@@ -1,0 +1,169 @@
+# What each installed header promises, used: test/CMakeLists.txt builds, for every header, a
+# program that includes that header alone and runs this code in main() (built and linked, not
+# run: some of it needs a GPU). A header missing from this list is a configure error, so a new
+# header comes with its use.
+
+# Every header that holds tensors: they can be filled and assigned (the evaluation engine comes
+# with whichever cufuse header a file includes first).
+set(tensor_use [=[
+  cufuse::host_tensor<float, 2> h({2, 3}), g({2, 3});
+  h.fill(1.0f);
+  g = h;
+  h.view().fill(2.0f);
+  cufuse::tensor<float, 1> d({4});
+  d.fill(0.5f);
+  d = 1.0f;
+]=])
+
+set(use_cufuse.cuh "${tensor_use}" [=[
+  g = cufuse::sin(h) * 2.0f + cufuse::map([] __host__ __device__(float x) { return x; }, h);
+  cufuse::host_tensor<float, 1> r({2});
+  r = cufuse::sum(g, 1);
+  g = cufuse::softmax(cufuse::slice(h, cufuse::all, cufuse::range(0, 3)), -1);
+  cufuse::tie(h, g) = cufuse::pack(g + 1.0f, g * 2.0f);
+]=])
+set(use_graph.cuh [=[
+  auto g = cufuse::capture(cudaStream_t{}, [] {});
+  (void)g;
+]=])
+set(use_gemm.cuh "${tensor_use}" [=[
+  cufuse::tensor<float, 2> A({2, 2}), B({2, 2}), C({2, 2});
+  cufuse::gemm(cufuse::transpose(A), B, C);
+  (void)cufuse::gemm_variants(A, B, C);
+  cufuse::tuning::set_mode(cufuse::tune_mode::off);
+]=])
+
+set(use_core/config.hpp [=[
+  static_assert(CUFUSE_VERSION_MAJOR >= 0 && sizeof(cufuse::index_t) == 8);
+]=])
+set(use_core/error.hpp [=[
+  try {
+    throw cufuse::shape_error("shapes [2] and [3]");
+  } catch (const cufuse::error& e) {
+    (void)e.what();
+  }
+]=])
+set(use_core/extents.hpp [=[
+  cufuse::extents<2> e(2, 3);
+  (void)e.to_string();
+]=])
+set(use_core/types.cuh [=[
+  static_assert(cufuse::detail::is_floating_v<__half>);
+  static_assert(cufuse::element_type<float>);
+]=])
+set(use_core/concepts.hpp [=[
+  static_assert(!cufuse::expression<int>);
+]=])
+set(use_core/pack.hpp [=[
+  static_assert(sizeof(cufuse::detail::make_pack(1, 2.0f)) >= 8);
+]=])
+set(use_core/index.cuh [=[
+  cufuse::detail::fast_divmod<std::uint32_t> d(7);
+  (void)d;
+]=])
+
+set(use_memory/device.hpp [=[
+  (void)cufuse::device_available();
+  (void)cufuse::device_count();
+]=])
+set(use_memory/stream.hpp [=[
+  cufuse::stream_guard g(cufuse::current_stream());
+]=])
+set(use_memory/tensor.cuh "${tensor_use}")
+set(use_memory/tensor_view.cuh "${tensor_use}" [=[
+  float mem[6] = {};
+  cufuse::host_view(mem, {2, 3}).fill(3.0f);
+]=])
+set(use_memory/views.cuh "${tensor_use}" [=[
+  cufuse::slice(h, 0, cufuse::all).fill(4.0f);
+  cufuse::host_tensor<float, 2> t({3, 2});
+  t = cufuse::transpose(h);
+  auto r = cufuse::reshape(h, {3, 2});
+  (void)r;
+]=])
+
+set(use_expr/node.cuh "${tensor_use}" [=[
+  static_assert(cufuse::expression<decltype(h.node())>);
+]=])
+set(use_expr/operators.cuh "${tensor_use}" [=[
+  g = h * 2.0f + h;
+  d = d - 1.0f;
+]=])
+set(use_expr/functions.cuh "${tensor_use}" [=[
+  g = cufuse::exp(h);
+  g = cufuse::map([] __host__ __device__(float x) { return x + 1.0f; }, h);
+]=])
+set(use_expr/broadcast.cuh "${tensor_use}" [=[
+  cufuse::host_tensor<float, 1> row({3});
+  row.fill(1.0f);
+  g = cufuse::broadcast_to(row, h.shape());
+]=])
+
+set(use_eval/assign.cuh "${tensor_use}" [=[
+  cufuse::assign(g, h, cudaStream_t{});
+]=])
+set(use_eval/multi.cuh "${tensor_use}" [=[
+  cufuse::tie(h, g) = cufuse::pack(g, h);
+]=])
+set(use_eval/bind.cuh "${tensor_use}")
+set(use_eval/kernel.cuh "${tensor_use}")
+set(use_eval/launch.cuh "${tensor_use}")
+set(use_eval/plan.cuh "${tensor_use}")
+
+set(use_reduce/node.cuh "${tensor_use}" [=[
+  cufuse::host_tensor<float, 1> r({2});
+  r = cufuse::sum(h, 1);
+]=])
+set(use_reduce/functions.cuh "${tensor_use}" [=[
+  g = cufuse::softmax(h, -1);
+]=])
+set(use_reduce/reducers.cuh [=[
+  static_assert(sizeof(cufuse::reducers::sum) > 0);
+]=])
+set(use_reduce/evaluate.cuh "${tensor_use}")
+set(use_reduce/kernels.cuh "${tensor_use}")
+set(use_reduce/rows.cuh "${tensor_use}")
+
+set(use_ops/activation.cuh [=[
+  static_assert(sizeof(cufuse::ops::relu) > 0);
+]=])
+set(use_ops/arithmetic.cuh [=[
+  static_assert(sizeof(cufuse::ops::plus) > 0);
+]=])
+set(use_ops/compare.cuh [=[
+  static_assert(sizeof(cufuse::ops::logical_and) > 0);
+]=])
+set(use_ops/math.cuh [=[
+  static_assert(sizeof(cufuse::ops::rsqrt) > 0);
+]=])
+set(use_ops/traits.cuh [=[
+  static_assert(sizeof(cufuse::ops::promoting) > 0);
+]=])
+set(use_ops/user.cuh [=[
+  static_assert(sizeof(cufuse::ops::user<float (*)(float)>) > 0);
+]=])
+
+set(use_tune/bandit.hpp [=[
+  cufuse::tune::ucb_bandit b(3, cufuse::tune::gemm_bandit_config(3));
+  (void)b.arms();
+]=])
+set(use_tune/database.hpp [=[
+  cufuse::tune::tuning_database db("/nonexistent/tune.db", cufuse::tune::validators{});
+  (void)db;
+]=])
+
+set(use_gemm/problem.hpp [=[
+  cufuse::gemm_options o;
+  o.math = cufuse::gemm_math::tf32;
+  (void)o;
+]=])
+set(use_gemm/kernels.cuh [=[
+  (void)sizeof(cufuse::gemm_detail::gemm_args);
+]=])
+set(use_gemm/kernels_sm90.cuh [=[
+  (void)sizeof(cufuse::gemm_detail::gemm_args);
+]=])
+set(use_gemm/variants.cuh [=[
+  cufuse::gemm_detail::variant v;
+  (void)v;
+]=])
