@@ -175,7 +175,9 @@ public:
   template <class Src>
   const tensor_view& operator=(const Src& src) const {
     static_assert(!std::is_const_v<T>, "cufuse: cannot assign to a view of const elements");
-    cufuse::assign(*this, src, current_stream());
+    if constexpr (!std::is_const_v<T>) { // nothing more to instantiate: one error, not eight
+      cufuse::assign(*this, src, current_stream());
+    }
     return *this;
   }
   /// Elementwise copy (not a rebinding of the handle).
@@ -187,7 +189,9 @@ public:
   template <scalar_type S>
   void fill(S value) const {
     static_assert(!std::is_const_v<T>, "cufuse: cannot fill a view of const elements");
-    cufuse::assign(*this, value, current_stream());
+    if constexpr (!std::is_const_v<T>) {
+      cufuse::assign(*this, value, current_stream());
+    }
   }
 
   /// Address of the element at index 0 along every dimension.
