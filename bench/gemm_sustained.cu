@@ -68,9 +68,9 @@ __global__ void fill_random(T* p, std::int64_t n, unsigned seed) {
 /// Device buffer of n elements of `bytes` each, filled with fill_random.
 struct buffer {
   void* p = nullptr;
-  buffer(std::int64_t n, cufuse::gemm_detail::dtype t, unsigned seed) {
-    using cufuse::gemm_detail::dtype;
-    CUFUSE_CUDA_CHECK(cudaMalloc(&p, std::size_t(n) * cufuse::gemm_detail::dtype_size(t)));
+  buffer(std::int64_t n, cufuse::gemm_dtype t, unsigned seed) {
+    using dtype = cufuse::gemm_dtype;
+    CUFUSE_CUDA_CHECK(cudaMalloc(&p, std::size_t(n) * cufuse::gemm_dtype_size(t)));
     if (t == dtype::f32) {
       fill_random<<<1024, 256>>>(static_cast<float*>(p), n, seed);
     } else if (t == dtype::f16) {
@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
        << ", \"rounds\": " << rounds << ", \"keys\": [";
     bool first_key = true;
     for (const auto& dt : dtypes) {
-      using cufuse::gemm_detail::dtype;
+      using dtype = cufuse::gemm_dtype;
       const dtype ab = dt == "bf16" ? dtype::bf16 : dt == "f16" ? dtype::f16 : dtype::f32;
       for (const auto& tr : trans) {
         for (const auto& sh : shapes) {
@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
           }
           const bool ta = tr[0] == 'T', tb = tr[1] == 'T';
           buffer A(m * k, ab, 1), B(k * n, ab, 2), C(m * n, ab, 3);
-          cufuse::gemm_detail::problem p;
+          cufuse::gemm_problem p;
           p.ab = ab;
           p.out = ab; // C in the input type
           p.math = dt == "tf32" ? cufuse::gemm_math::tf32 : cufuse::gemm_math::fp32;
@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
             }
             cufuse::gemm_options o = opt;
             o.variant = v;
-            std::function<void()> f = [&, o] { cufuse::gemm_detail::run(p, stream, o); };
+            std::function<void()> f = [&, o] { cufuse::tuning::run(p, stream, o); };
             try { // a variant that cannot run this problem (layout, alignment) is left out
               f();
             } catch (const cufuse::cuda_error&) {

@@ -168,12 +168,8 @@ struct ref_element<matrix_ref<T>> {
 template <class X>
 using element_of = typename ref_element<decltype(as_matrix(std::declval<X>()))>::type;
 
-// Implemented in libcufuse (src/gemm).
+// Implemented in libcufuse (src/gemm/api.cu).
 void run(const problem& p, cudaStream_t stream, const gemm_options& options);
-std::vector<std::string> valid_variants(const problem& p, const gemm_options& options);
-std::optional<std::string> chosen_variant(const problem& p, const gemm_options& options);
-void record_choice(const problem& p, const gemm_options& options, const std::string& variant,
-                   double seconds);
 
 template <class TA, class TB, class TC>
 problem make_problem(const matrix_ref<TA>& a, const matrix_ref<TB>& b, const matrix_ref<TC>& c,
@@ -255,28 +251,9 @@ void gemm_batched(A&& a, B&& b, C&& c, float alpha = 1.0f, float beta = 0.0f,
                    stream, options);
 }
 
-/// Names of the variants that can run this problem on the current device (tests, tools).
-template <class A, class B, class C>
-std::vector<std::string> gemm_variants(A&& a, B&& b, C&& c, const gemm_options& options = {}) {
-  return gemm_detail::valid_variants(gemm_detail::make_problem(as_matrix(a), as_matrix(b),
-                                                               as_matrix(c), 1.0f, 0.0f, options,
-                                                               true),
-                                     options);
-}
-
-/// The variant the tuner has settled on for this problem (its key), if it has.
-/// `beta`: only whether it is zero matters (it is part of the key).
-template <class A, class B, class C>
-std::optional<std::string>
-gemm_chosen_variant(A&& a, B&& b, C&& c, const gemm_options& options = {}, float beta = 0.0f) {
-  return gemm_detail::chosen_variant(gemm_detail::make_problem(as_matrix(a), as_matrix(b),
-                                                               as_matrix(c), 1.0f, beta, options,
-                                                               true),
-                                     options);
-}
-
-/// Tuner controls. The initial mode comes from CUFUSE_TUNE_MODE (off | online | frozen;
-/// default frozen, which without a database is the heuristic) and the database path from
+/// Tuning: the mode and the database, and the type-erased API that cufuse-tune and the
+/// benchmarks use (docs/gemm.md). The initial mode comes from CUFUSE_TUNE_MODE (off | online |
+/// frozen; default frozen, which without a database is the heuristic) and the database path from
 /// CUFUSE_TUNE_FILE (default: none, nothing persisted).
 namespace tuning {
 void set_mode(tune_mode mode);
@@ -289,23 +266,55 @@ void reset();
 /// Writes the choices made in this process to the database file now (merging); false when
 /// there is no file or it could not be written (a warning says why).
 bool save();
-/// Stores a measured choice for a problem's key (what cufuse-tune does); save() persists it.
+
+/// The type-erased problem of `gemm_batched(a, b, c, alpha, beta)` (a rank-2 operand is a batch
+/// of one), checked as cufuse::gemm checks it (shape_error naming every shape).
+template <gemm_detail::matrix_like A, gemm_detail::matrix_like B, gemm_detail::matrix_like C>
+gemm_problem problem(A&& a, B&& b, C&& c, float alpha = 1.0f, float beta = 0.0f,
+                     const gemm_options& options = {}) {
+  return gemm_detail::make_problem(as_matrix(a), as_matrix(b), as_matrix(c), alpha, beta, options,
+                                   true);
+}
+/// Names of the variants that can run `p` on the current device.
+std::vector<std::string> variants(const gemm_problem& p, const gemm_options& options = {});
+/// Runs `p` once on `stream`, as cufuse::gemm does: `options.variant` names the variant (throws
+/// if it cannot run `p`), else the tuner chooses.
+void run(const gemm_problem& p, cudaStream_t stream, const gemm_options& options = {});
+/// Median seconds of `repeats` runs of the variant `name` on `p` (CUDA events on `stream`, after
+/// one untimed run). Synchronizes `stream`. Times the launch path with the kernel: cufuse-tune
+/// queues a short spin kernel first to time kernels alone.
+double time(const gemm_problem& p, const std::string& name, cudaStream_t stream, int repeats = 5,
+            const gemm_options& options = {});
+/// The variant the tuner has settled on for `p`'s key, if it has.
+std::optional<std::string> chosen(const gemm_problem& p, const gemm_options& options = {});
+/// Stores a measured choice for `p`'s key (what cufuse-tune does); save() persists it. Throws if
+/// the variant cannot run `p` or there is no database file.
+void record(const gemm_problem& p, const std::string& variant, double seconds,
+            const gemm_options& options = {});
+/// The database key of `p`, without its shape: dtypes, transposes, alignment classes, batch and
+/// whether beta is 0 (e.g. "bf16>f32.NN.a8.c4.b1.ab").
+std::string key(const gemm_problem& p);
+
+/// record() for typed operands.
 template <class A, class B, class C>
 void record(A&& a, B&& b, C&& c, const gemm_options& options, const std::string& variant,
             double seconds, float beta = 0.0f) {
-  gemm_detail::record_choice(gemm_detail::make_problem(as_matrix(a), as_matrix(b), as_matrix(c),
-                                                       1.0f, beta, options, true),
-                             options, variant, seconds);
+  record(problem(a, b, c, 1.0f, beta, options), variant, seconds, options);
 }
 } // namespace tuning
 
-} // namespace cufuse
+/// Names of the variants that can run this problem on the current device (tests, tools).
+template <class A, class B, class C>
+std::vector<std::string> gemm_variants(A&& a, B&& b, C&& c, const gemm_options& options = {}) {
+  return tuning::variants(tuning::problem(a, b, c, 1.0f, 0.0f, options), options);
+}
 
-// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
-// of the first cufuse header of the file, when everything that header includes is complete,
-// so that a file including any one header alone links.
-#ifdef CUFUSE_DETAIL_FIRST_GEMM_CUH
-#undef CUFUSE_DETAIL_FIRST_GEMM_CUH
-#undef CUFUSE_DETAIL_FIRST
-#include "eval/assign.cuh"
-#endif
+/// The variant the tuner has settled on for this problem (its key), if it has.
+/// `beta`: only whether it is zero matters (it is part of the key).
+template <class A, class B, class C>
+std::optional<std::string>
+gemm_chosen_variant(A&& a, B&& b, C&& c, const gemm_options& options = {}, float beta = 0.0f) {
+  return tuning::chosen(tuning::problem(a, b, c, 1.0f, beta, options), options);
+}
+
+} // namespace cufuse

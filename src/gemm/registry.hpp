@@ -1,7 +1,7 @@
 /// \file Internal to libcufuse: the variant sets compiled in src/gemm/variants_*.cu.
 #pragma once
 
-#include <cufuse/gemm/variants.cuh>
+#include "variant.hpp"
 
 #include <vector>
 

@@ -2,7 +2,7 @@
 /// standard epilogue (one translation unit per family, so they compile in parallel).
 #include "registry.hpp"
 
-#include <cufuse/gemm/variants.cuh>
+#include "variant_launch.cuh"
 
 namespace cufuse::gemm_detail {
 

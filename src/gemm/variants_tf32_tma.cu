@@ -2,7 +2,7 @@
 /// for -gencode arch=compute_90a,code=sm_90a only, with the wgmma files (src/CMakeLists.txt).
 #include "registry.hpp"
 
-#include <cufuse/gemm/variants.cuh>
+#include "variant_launch.cuh"
 
 namespace cufuse::gemm_detail {
 

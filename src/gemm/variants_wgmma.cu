@@ -5,7 +5,7 @@
 /// kernels have no image, prepare() reports that, and the tuner never offers them.
 #include "registry.hpp"
 
-#include <cufuse/gemm/variants.cuh>
+#include "variant_launch.cuh"
 
 namespace cufuse::gemm_detail {
 

@@ -1,7 +1,7 @@
 /// \file sm_90a variants (TMA + wgmma, Hopper), TF32 part (see variants_wgmma.cu).
 #include "registry.hpp"
 
-#include <cufuse/gemm/variants.cuh>
+#include "variant_launch.cuh"
 
 namespace cufuse::gemm_detail {
 

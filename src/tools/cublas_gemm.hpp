@@ -19,15 +19,14 @@ inline void check_cublas(cublasStatus_t s, const char* what) {
   }
 }
 
-inline cudaDataType_t cuda_type(cufuse::gemm_detail::dtype t) {
-  using cufuse::gemm_detail::dtype;
+inline cudaDataType_t cuda_type(cufuse::gemm_dtype t) {
+  using dtype = cufuse::gemm_dtype;
   return t == dtype::f32 ? CUDA_R_32F : (t == dtype::f16 ? CUDA_R_16F : CUDA_R_16BF);
 }
 
 /// One strided-batched cuBLAS GEMM of the same problem cufuse would run.
-inline void cublas_gemm(cublasHandle_t h, const cufuse::gemm_detail::problem& p,
-                        cudaStream_t stream) {
-  using cufuse::gemm_detail::dtype;
+inline void cublas_gemm(cublasHandle_t h, const cufuse::gemm_problem& p, cudaStream_t stream) {
+  using dtype = cufuse::gemm_dtype;
   check_cublas(cublasSetStream(h, stream), "cublasSetStream");
   const cublasComputeType_t compute = p.ab == dtype::f32 && p.math == cufuse::gemm_math::tf32
                                           ? CUBLAS_COMPUTE_32F_FAST_TF32

@@ -28,7 +28,7 @@
 
 namespace {
 
-using cufuse::gemm_detail::dtype;
+using dtype = cufuse::gemm_dtype;
 
 struct shape {
   long long m, n, k;
@@ -400,17 +400,16 @@ int main(int argc, char** argv) {
           const long long b_rows = tb ? s.n : s.k, b_cols = tb ? s.k : s.n;
           const long long na = a_rows * a_cols * opt.batch, nb = b_rows * b_cols * opt.batch,
                           nc = s.m * s.n * opt.batch;
-          const double set_bytes = double(na + nb) * cufuse::gemm_detail::dtype_size(ab) +
-                                   double(nc) * cufuse::gemm_detail::dtype_size(out);
+          const double set_bytes = double(na + nb) * cufuse::gemm_dtype_size(ab) +
+                                   double(nc) * cufuse::gemm_dtype_size(out);
           const int sets =
               std::max(2, int(std::ceil(2.0 * prop.l2CacheSize / std::max(set_bytes, 1.0))) + 1);
           buffers buf;
           for (int i = 0; i < sets; ++i) {
             void *a = nullptr, *b = nullptr, *c = nullptr;
-            CHECK(cudaMalloc(&a, std::max<long long>(na, 1) * cufuse::gemm_detail::dtype_size(ab)));
-            CHECK(cudaMalloc(&b, std::max<long long>(nb, 1) * cufuse::gemm_detail::dtype_size(ab)));
-            CHECK(
-                cudaMalloc(&c, std::max<long long>(nc, 1) * cufuse::gemm_detail::dtype_size(out)));
+            CHECK(cudaMalloc(&a, std::max<long long>(na, 1) * cufuse::gemm_dtype_size(ab)));
+            CHECK(cudaMalloc(&b, std::max<long long>(nb, 1) * cufuse::gemm_dtype_size(ab)));
+            CHECK(cudaMalloc(&c, std::max<long long>(nc, 1) * cufuse::gemm_dtype_size(out)));
             buf.a.push_back(a);
             buf.b.push_back(b);
             buf.c.push_back(c);
@@ -436,7 +435,7 @@ int main(int argc, char** argv) {
           }
           CHECK(cudaDeviceSynchronize());
           auto problem_of = [&](int i) {
-            cufuse::gemm_detail::problem p;
+            cufuse::gemm_problem p;
             p.ab = ab;
             p.out = out;
             p.math = go.math;
@@ -452,7 +451,7 @@ int main(int argc, char** argv) {
             p.beta = opt.beta;
             return p;
           };
-          auto arms = cufuse::gemm_detail::valid_variants(problem_of(0), go);
+          auto arms = cufuse::tuning::variants(problem_of(0), go);
           if (!opt.only.empty()) {
             std::erase_if(arms, [&](const std::string& name) {
               return std::none_of(opt.only.begin(), opt.only.end(), [&](const std::string& o) {
@@ -485,7 +484,7 @@ int main(int argc, char** argv) {
             return [&, arm](int i) {
               cufuse::gemm_options o = go;
               o.variant = arms[arm];
-              cufuse::gemm_detail::run(problem_of(i), stream, o);
+              cufuse::tuning::run(problem_of(i), stream, o);
             };
           };
           // Warm-up: every variant once (module loading, clocks), untimed.
@@ -520,7 +519,7 @@ int main(int argc, char** argv) {
           }
           const double t_chosen = median(tc);
           const double flop = 2.0 * s.m * s.n * s.k * opt.batch;
-          cufuse::gemm_detail::record_choice(problem_of(0), go, arms[chosen], t_chosen);
+          cufuse::tuning::record(problem_of(0), arms[chosen], t_chosen, go);
 
           // Exhaustive sweep (the regret reference) and replays of UCB and epsilon-greedy.
           std::ostringstream extra;
@@ -582,11 +581,10 @@ int main(int argc, char** argv) {
           std::fflush(stdout);
           bar.step(dt + " " + tr + " " + shape_s);
           js << (first_key ? "" : ",") << "\n  {\"dtype\": \"" << dt << "\", \"out\": \""
-             << cufuse::gemm_detail::dtype_name(out) << "\", \"trans\": \"" << tr
-             << "\", \"m\": " << s.m << ", \"n\": " << s.n << ", \"k\": " << s.k
-             << ", \"batch\": " << opt.batch << ", \"beta\": " << opt.beta
-             << ", \"arms\": " << arms.size() << ", \"chosen\": \"" << arms[chosen]
-             << "\", \"chosen_s\": " << t_chosen << ", \"cublas_s\": " << t_cublas
+             << cufuse::gemm_dtype_name(out) << "\", \"trans\": \"" << tr << "\", \"m\": " << s.m
+             << ", \"n\": " << s.n << ", \"k\": " << s.k << ", \"batch\": " << opt.batch
+             << ", \"beta\": " << opt.beta << ", \"arms\": " << arms.size() << ", \"chosen\": \""
+             << arms[chosen] << "\", \"chosen_s\": " << t_chosen << ", \"cublas_s\": " << t_cublas
              << ", \"tflops\": " << tf << ", \"cublas_tflops\": " << tfb
              << ", \"ucb_pulls\": " << bandit.pulls() << ", \"ucb_seconds\": " << tune_s
              << ", \"exhaustive_measurements\": " << arms.size() * opt.samples << extra.str()

@@ -280,3 +280,47 @@ TEST_CASE("gemm: several host threads and streams at once, online mode", "[gemm]
   CHECK(errors == 0);
   CHECK(wrong == 0);
 }
+
+TEST_CASE("tuning API: a problem, its key and variants, timing and running one, recording it",
+          "[gemm][tuning_api]") {
+  tuner_scope keep;
+  device_problem<__nv_bfloat16, float> p(256, 192, 128);
+  const cufuse::gemm_problem prob = cufuse::tuning::problem(p.a, p.b, p.c, 1.0f, 0.0f);
+  CHECK(prob.m == 256);
+  CHECK(prob.n == 192);
+  CHECK(prob.k == 128);
+  CHECK(prob.ab == cufuse::gemm_dtype::bf16);
+  CHECK(prob.out == cufuse::gemm_dtype::f32);
+  CHECK(cufuse::tuning::key(prob) == "bf16>f32.NN.a8.c4.b1.ab");
+  CHECK_THROWS_AS(cufuse::tuning::problem(p.a, p.a, p.c), cufuse::shape_error);
+
+  const auto names = cufuse::tuning::variants(prob);
+  REQUIRE(!names.empty());
+  CHECK(names == cufuse::gemm_variants(p.a, p.b, p.c));
+  cudaStream_t s = cufuse::current_stream();
+  for (const std::string& name : {names.front(), names.back()}) {
+    const double t = cufuse::tuning::time(prob, name, s, 3);
+    CHECK(t > 0.0);
+    CHECK(t < 0.1);
+    // Running it through the API computes the product: 128 x 0.5 x 0.25 = 16 everywhere.
+    p.c.fill(-1.0f);
+    cufuse::gemm_options o;
+    o.variant = name;
+    cufuse::tuning::run(prob, s, o);
+    const auto c = p.c.download();
+    CHECK(std::count(c.begin(), c.end(), 16.0f) == std::ptrdiff_t(c.size()));
+  }
+  CHECK_THROWS_AS(cufuse::tuning::time(prob, "no_such_variant", s), cufuse::error);
+  CHECK_THROWS_AS(cufuse::tuning::time(prob, names.front(), s, 0), cufuse::error);
+
+  // Recorded by hand, saved, then chosen from the file in frozen mode.
+  const std::string db = temp_db("api");
+  cufuse::tuning::set_file(db);
+  cufuse::tuning::record(prob, names.back(), 1e-4);
+  REQUIRE(cufuse::tuning::save());
+  cufuse::tuning::set_mode(cufuse::tune_mode::frozen);
+  cufuse::tuning::run(prob, s);
+  CHECK(cufuse::tuning::chosen(prob) == names.back());
+  CHECK_THROWS_AS(cufuse::tuning::record(prob, "no_such_variant", 1e-4), cufuse::error);
+  std::filesystem::remove(db);
+}

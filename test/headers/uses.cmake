@@ -31,6 +31,9 @@ set(use_gemm.cuh "${tensor_use}" [=[
   cufuse::gemm(cufuse::transpose(A), B, C);
   (void)cufuse::gemm_variants(A, B, C);
   cufuse::tuning::set_mode(cufuse::tune_mode::off);
+  const cufuse::gemm_problem p = cufuse::tuning::problem(A, B, C);
+  (void)cufuse::tuning::time(p, cufuse::tuning::variants(p).at(0), cudaStream_t{});
+  (void)cufuse::tuning::key(p);
 ]=])
 
 set(use_core/config.hpp [=[
@@ -155,15 +158,25 @@ set(use_tune/database.hpp [=[
 set(use_gemm/problem.hpp [=[
   cufuse::gemm_options o;
   o.math = cufuse::gemm_math::tf32;
+  cufuse::gemm_problem p;
+  p.ab = cufuse::gemm_dtype::bf16;
+  static_assert(cufuse::gemm_dtype_size(cufuse::gemm_dtype::bf16) == 2);
   (void)o;
+  (void)p;
 ]=])
+set(use_gemm/args.hpp [=[
+  cufuse::gemm_detail::gemm_args a{};
+  a.m = 1;
+  static_assert(cufuse::gemm_detail::dtype_size(cufuse::gemm_detail::dtype::f32) == 4);
+  (void)a;
+]=])
+# The kernel templates and the variant lists: libcufuse instantiates them (src/gemm).
 set(use_gemm/kernels.cuh [=[
-  (void)sizeof(cufuse::gemm_detail::gemm_args);
+  static_assert(cufuse::gemm_detail::simt_config<float, 64, 64, 16, 1, 1, 4>::threads > 0);
 ]=])
 set(use_gemm/kernels_sm90.cuh [=[
-  (void)sizeof(cufuse::gemm_detail::gemm_args);
+  static_assert(cufuse::gemm_detail::wgmma_config<__half, 128, 128, 6>::threads > 0);
 ]=])
 set(use_gemm/variants.cuh [=[
-  cufuse::gemm_detail::variant v;
-  (void)v;
+  static_assert(sizeof(cufuse::gemm_detail::simt_variants) > 0);
 ]=])

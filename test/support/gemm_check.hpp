@@ -200,10 +200,9 @@ void check_gemm(const dims& d, const layout& l, const scaling& sc, data_kind kin
     }
     cublasHandle_t h;
     cufuse_tools::check_cublas(cublasCreate(&h), "cublasCreate");
-    auto p = cufuse::gemm_detail::make_problem(
-        cufuse::as_matrix(opa), cufuse::as_matrix(opb),
-        cufuse::batched_matrix(dref.data(), batch, d.m, d.n, ldc, stride_c), sc.alpha, sc.beta, opt,
-        true);
+    auto p = cufuse::tuning::problem(
+        opa, opb, cufuse::batched_matrix(dref.data(), batch, d.m, d.n, ldc, stride_c), sc.alpha,
+        sc.beta, opt);
     cufuse_tools::cublas_gemm(h, p, cufuse::current_stream());
     CUFUSE_CUDA_CHECK(cudaStreamSynchronize(cufuse::current_stream()));
     cublasDestroy(h);

@@ -12,7 +12,7 @@
 #pragma once
 
 #include "../core/config.hpp"
-#include "problem.hpp"
+#include "args.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

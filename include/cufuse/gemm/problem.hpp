@@ -1,6 +1,9 @@
-/// \file The type-erased description of one GEMM call, shared by the public API (which builds
-/// it from typed views), the tuner and the kernels (which receive `gemm_args`). Plain C++.
+/// \file The host-side description of GEMM calls: options, the tuning modes and the type-erased
+/// problem that the public API builds from typed operands and the tuner keys on. Plain C++; the
+/// kernels see only `gemm_args` (args.hpp).
 #pragma once
+
+#include "args.hpp"
 
 #include <cstdint>
 #include <string>
@@ -13,7 +16,7 @@ namespace cufuse {
 /// less precise. Ignored for half/bf16.
 enum class gemm_math : std::uint8_t { fp32, tf32 };
 
-/// How a variant is chosen for a problem (see README "GEMM tuning").
+/// How a variant is chosen for a problem (docs/gemm.md, "Choosing a variant").
 /// off: a static heuristic. online: a UCB bandit times variants during real calls, then commits.
 /// frozen: the tuning database only; an unseen shape takes the nearest tuned shape of its family,
 /// then the heuristic.
@@ -32,57 +35,39 @@ struct gemm_options {
   int sm_count = 0;
 };
 
-namespace gemm_detail {
-
-enum class dtype : std::uint8_t { f32 = 0, f16 = 1, bf16 = 2 };
-
-constexpr const char* dtype_name(dtype t) {
-  return t == dtype::f32 ? "f32" : (t == dtype::f16 ? "f16" : "bf16");
-}
-constexpr int dtype_size(dtype t) { return t == dtype::f32 ? 4 : 2; }
+/// Element type of GEMM operands: f32 (float), f16 (__half), bf16 (__nv_bfloat16).
+using gemm_dtype = gemm_detail::dtype;
+/// "f32", "f16" or "bf16".
+constexpr const char* gemm_dtype_name(gemm_dtype t) { return gemm_detail::dtype_name(t); }
+/// Bytes per element.
+constexpr int gemm_dtype_size(gemm_dtype t) { return gemm_detail::dtype_size(t); }
 
 /// One operand as stored: row-major `rows x cols` with leading dimension `ld` (elements between
 /// rows), `trans` when the GEMM uses its transpose, `batch_stride` elements between batches.
-struct operand {
+struct gemm_operand {
   const void* ptr = nullptr;
   std::int64_t rows = 0, cols = 0, ld = 0, batch_stride = 0;
   bool trans = false;
 };
 
-/// C = alpha * op(A) * op(B) + beta * C for `batch` independent problems; op(A) is m x k, op(B)
-/// k x n, C m x n (row-major, leading dimension c.ld).
-struct problem {
-  dtype ab = dtype::f32;  // element type of A and B
-  dtype out = dtype::f32; // element type of C
+/// The type-erased description of one call, C = alpha * op(A) * op(B) + beta * C for `batch`
+/// independent problems; op(A) is m x k, op(B) k x n, C m x n (row-major, leading dimension
+/// ldc). `cufuse::tuning::problem(A, B, C, ...)` builds one from typed operands, checking them as
+/// cufuse::gemm does; the tuning API (cufuse::tuning) takes it.
+struct gemm_problem {
+  gemm_dtype ab = gemm_dtype::f32;  // element type of A and B
+  gemm_dtype out = gemm_dtype::f32; // element type of C
   gemm_math math = gemm_math::fp32;
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
-  operand a, b;
+  gemm_operand a, b;
   void* c = nullptr;
   std::int64_t ldc = 0, stride_c = 0;
   float alpha = 1.0f, beta = 0.0f;
   int sm_count = 0; // gemm_options::sm_count
 };
 
-/// Kernel parameters (trivially copyable, passed by value to every GEMM kernel). Batch b and
-/// split s of blockIdx.z = b * splits + s; split s covers K range [s*k_chunk, (s+1)*k_chunk).
-struct gemm_args {
-  const void* a;
-  const void* b;
-  void* c;
-  std::int64_t lda, ldb, ldc;
-  std::int64_t stride_a, stride_b, stride_c; // per batch
-  std::int64_t split_stride_c;               // per split (0 unless writing a split-K workspace)
-  int m, n, k;
-  int batch; // problems (the persistent kernels walk batch x tiles themselves)
-  int splits, k_chunk;
-  float alpha, beta;
-  int out_type; // dtype of C as int (the workspace of split-K is f32)
-  int epi_tma;  // wgmma kernels: store C through shared memory and TMA (set by the launcher)
-  // Split-K (splits > 1): the fp32 workspace [batch][splits][m][n] of C as stored, and one
-  // arrival counter per output tile and batch (zero at launch); c and the rest describe C.
-  float* ws;
-  unsigned* ws_count;
-};
-
+namespace gemm_detail {
+using operand = gemm_operand;
+using problem = gemm_problem;
 } // namespace gemm_detail
 } // namespace cufuse

@@ -1,0 +1,38 @@
+/// \file What a GEMM kernel receives: `gemm_args` (trivially copyable, passed by value) and the
+/// element-type codes. Plain C++; device code includes this and nothing of the host API.
+#pragma once
+
+#include <cstdint>
+
+namespace cufuse::gemm_detail {
+
+/// Element type codes of GEMM operands (cufuse::gemm_dtype is the same enumeration).
+enum class dtype : std::uint8_t { f32 = 0, f16 = 1, bf16 = 2 };
+
+constexpr const char* dtype_name(dtype t) {
+  return t == dtype::f32 ? "f32" : (t == dtype::f16 ? "f16" : "bf16");
+}
+constexpr int dtype_size(dtype t) { return t == dtype::f32 ? 4 : 2; }
+
+/// Kernel parameters. Batch b and split s of blockIdx.z = b * splits + s; split s covers K range
+/// [s*k_chunk, (s+1)*k_chunk).
+struct gemm_args {
+  const void* a;
+  const void* b;
+  void* c;
+  std::int64_t lda, ldb, ldc;
+  std::int64_t stride_a, stride_b, stride_c; // per batch
+  std::int64_t split_stride_c;               // per split (0 unless writing a split-K workspace)
+  int m, n, k;
+  int batch; // problems (the persistent kernels walk batch x tiles themselves)
+  int splits, k_chunk;
+  float alpha, beta;
+  int out_type; // dtype of C as int (the workspace of split-K is f32)
+  int epi_tma;  // wgmma kernels: store C through shared memory and TMA (set by the launcher)
+  // Split-K (splits > 1): the fp32 workspace [batch][splits][m][n] of C as stored, and one
+  // arrival counter per output tile and batch (zero at launch); c and the rest describe C.
+  float* ws;
+  unsigned* ws_count;
+};
+
+} // namespace cufuse::gemm_detail

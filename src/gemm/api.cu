@@ -1,0 +1,175 @@
+/// \file libcufuse's entry points: cufuse::gemm (gemm_detail::run), the variant queries and the
+/// tuning API declared in include/cufuse/gemm.cuh.
+#include "tuner.hpp"
+
+#include <cufuse/core/error.hpp>
+#include <cufuse/gemm.cuh>
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cufuse::gemm_detail {
+
+void run(const problem& p, cudaStream_t stream, const gemm_options& options) {
+  validate(p);
+  if (p.m == 0 || p.n == 0 || p.batch == 0) {
+    return;
+  }
+  const int forced = options.variant.empty() ? -1 : find_variant(options.variant);
+  if (!options.variant.empty() && forced < 0) {
+    throw error("cufuse::gemm: no variant named '" + options.variant + "'");
+  }
+  const device_state& d = device_state_for(current_device());
+  if (forced >= 0) {
+    const int vi = forced;
+    std::string why;
+    if (!can_run(vi, p, d, &why)) {
+      throw error("cufuse::gemm: variant " + options.variant + " cannot run this problem: " + why);
+    }
+    launch(vi, p, d, stream);
+    return;
+  }
+  tuner& t = tuner::get();
+  const tune_mode mode = t.mode();
+  const std::shared_ptr<key_state> ks = t.state(key_of(d, p, mode));
+  const int chosen = ks->chosen.load(std::memory_order_acquire);
+  if (chosen >= 0) {
+    launch(chosen, p, d, stream); // steady state: no lock, no timing
+    return;
+  }
+  std::unique_lock<std::mutex> g(ks->mu);
+  if (!ks->initialized) {
+    const std::vector<int> valid = valid_indices(p, d);
+    if (valid.empty()) {
+      throw error("cufuse::gemm: no variant can run this problem (" + family_of(p) + ")");
+    }
+    int vi = -1;
+    if (mode != tune_mode::off) {
+      vi = from_database(p, d, mode == tune_mode::frozen);
+    }
+    if (vi < 0 && mode != tune_mode::online) {
+      vi = heuristic(p, d, valid);
+    }
+    if (vi >= 0) {
+      ks->chosen.store(vi, std::memory_order_release);
+    } else {
+      ks->arms = valid;
+      ks->warmed.assign(valid.size(), 0);
+      ks->bandit = std::make_unique<tune::ucb_bandit>(
+          static_cast<int>(valid.size()), tune::gemm_bandit_config(static_cast<int>(valid.size())));
+    }
+    ks->initialized = true;
+  }
+  const int now = ks->chosen.load(std::memory_order_acquire);
+  if (now >= 0) {
+    g.unlock();
+    launch(now, p, d, stream);
+    return;
+  }
+  online_step(*ks, p, d, stream);
+}
+
+} // namespace cufuse::gemm_detail
+
+namespace cufuse::tuning {
+
+using gemm_detail::device_state;
+using gemm_detail::device_state_for;
+using gemm_detail::registry;
+using gemm_detail::tuner;
+
+void set_mode(tune_mode mode) { tuner::get().set_mode(mode); }
+tune_mode mode() { return tuner::get().mode(); }
+void set_file(const std::string& path) { tuner::get().set_file(path); }
+std::string file() { return tuner::get().file(); }
+void reset() { tuner::get().reset(); }
+bool save() { return tuner::get().save_all(); }
+
+std::vector<std::string> variants(const gemm_problem& p, const gemm_options&) {
+  gemm_detail::validate(p);
+  const device_state& d = device_state_for(gemm_detail::current_device());
+  std::vector<std::string> out;
+  for (int vi : gemm_detail::valid_indices(p, d)) {
+    out.push_back(registry()[vi].name);
+  }
+  return out;
+}
+
+void run(const gemm_problem& p, cudaStream_t stream, const gemm_options& options) {
+  gemm_detail::run(p, stream, options);
+}
+
+double time(const gemm_problem& p, const std::string& name, cudaStream_t stream, int repeats,
+            const gemm_options& options) {
+  if (repeats < 1) {
+    throw error("cufuse::tuning::time: repeats must be >= 1, got " + std::to_string(repeats));
+  }
+  gemm_options o = options;
+  o.variant = name;
+  gemm_detail::run(p, stream, o); // untimed: first launch, caches, clocks
+  struct events {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~events() {
+      (void)cudaEventDestroy(start);
+      (void)cudaEventDestroy(stop);
+    }
+  } ev;
+  CUFUSE_CUDA_CHECK(cudaEventCreate(&ev.start));
+  CUFUSE_CUDA_CHECK(cudaEventCreate(&ev.stop));
+  std::vector<double> seconds;
+  for (int r = 0; r < repeats; ++r) {
+    CUFUSE_CUDA_CHECK(cudaEventRecord(ev.start, stream));
+    gemm_detail::run(p, stream, o);
+    CUFUSE_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
+    CUFUSE_CUDA_CHECK(cudaEventSynchronize(ev.stop));
+    float ms = 0;
+    CUFUSE_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
+    seconds.push_back(ms * 1e-3);
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+std::optional<std::string> chosen(const gemm_problem& p, const gemm_options&) {
+  const device_state& d = device_state_for(gemm_detail::current_device());
+  tuner& t = tuner::get();
+  const auto ks = t.find(gemm_detail::key_of(d, p, t.mode()));
+  if (!ks) {
+    return std::nullopt;
+  }
+  const int vi = ks->chosen.load(std::memory_order_acquire);
+  if (vi < 0) {
+    std::lock_guard<std::mutex> g(ks->mu);
+    if (ks->bandit) {
+      gemm_detail::record_finished(*ks); // let a finished bandit commit without another call
+      if (ks->bandit->committed()) {
+        const int arm = ks->bandit->committed_arm();
+        gemm_detail::commit(*ks, ks->arms[arm], p, d, ks->bandit->median_seconds(arm));
+        return registry()[ks->arms[arm]].name;
+      }
+    }
+    return std::nullopt;
+  }
+  return registry()[vi].name;
+}
+
+void record(const gemm_problem& p, const std::string& name, double seconds, const gemm_options&) {
+  const device_state& d = device_state_for(gemm_detail::current_device());
+  const int vi = gemm_detail::find_variant(name);
+  if (vi < 0 || !gemm_detail::can_run(vi, p, d)) {
+    throw error("cufuse::tuning::record: variant '" + name + "' cannot run this problem");
+  }
+  tune::tuning_database* db = tuner::get().database(d);
+  if (db == nullptr) {
+    throw error("cufuse::tuning::record: no database file (set CUFUSE_TUNE_FILE or call "
+                "cufuse::tuning::set_file)");
+  }
+  db->put(gemm_detail::db_key(p), {name, seconds});
+}
+
+std::string key(const gemm_problem& p) { return gemm_detail::family_of(p); }
+
+} // namespace cufuse::tuning

@@ -1,0 +1,87 @@
+/// \file The static heuristic: a time model per variant, used when no tuning data decides.
+#include "engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace cufuse::gemm_detail {
+
+namespace {
+
+/// A block's FLOP rate at full arithmetic intensity, per family: the heuristic's rate table.
+/// Only the order of variants matters (the heuristic picks one when no tuning data decides), so
+/// these are round numbers set by hand when each family was added (commit 78f6cf9 for SIMT and
+/// mma.sync, then the wgmma pair with the sm_90a variants), not measurements; the persistent
+/// wgmma adjustments in predicted_seconds were fit to the H200 sweeps (bench/results/gemm.json).
+/// The tuner (online, or a database from cufuse-tune) replaces the heuristic's choice.
+struct family_rate {
+  const char* family;
+  double flops_per_second;
+};
+constexpr family_rate simt_rate{"SIMT fp32", 0.45e12};
+constexpr family_rate mma_tf32_rate{"mma.sync TF32", 2.2e12};
+constexpr family_rate mma_16bit_rate{"mma.sync FP16/BF16", 4.5e12};
+constexpr family_rate wgmma_tf32_rate{"wgmma TF32", 3.5e12};
+constexpr family_rate wgmma_16bit_rate{"wgmma FP16/BF16", 7.0e12};
+
+constexpr family_rate rate_of(const variant& v) {
+  switch (v.fam) {
+  case family::simt:
+    return simt_rate;
+  case family::mma:
+    return v.tf32 ? mma_tf32_rate : mma_16bit_rate;
+  default:
+    return v.tf32 ? wgmma_tf32_rate : wgmma_16bit_rate;
+  }
+}
+
+} // namespace
+
+/// A rough time model: waves of blocks over the SMs, each block's work divided by a per-SM rate
+/// that grows with the tile's arithmetic intensity, plus the split-K reduction's traffic.
+double predicted_seconds(int vi, const problem& p, const device_state& d) {
+  const variant& v = registry()[vi];
+  const auto [splits, chunk] = split_plan(v, p);
+  const double tiles = double(ceil_div(p.m, v.bm) * ceil_div(p.n, v.bn)) * p.batch * splits;
+  const int per_sm = std::max(1, std::min({d.smem_per_sm / std::max(v.smem, 1), 2048 / v.threads,
+                                           v.fam == family::simt ? 2 : 2}));
+  const double waves = std::ceil(tiles / (double(d.sms) * per_sm));
+  const double rate = rate_of(v).flops_per_second;
+  const double intensity = std::min(1.0, (double(v.bm) * v.bn / (v.bm + v.bn)) / 64.0);
+  const double k_work = double(ceil_div(std::max<std::int64_t>(chunk, 1), v.bk) * v.bk);
+  double t = waves * 2.0 * v.bm * v.bn * k_work * per_sm / (rate * intensity);
+  if (v.align == 1 && v.fam == family::simt) {
+    t *= 1.3; // scalar loads
+  }
+  if (splits > 1) {
+    t += double(p.m) * p.n * p.batch * (splits + 2) * 4 / 2.5e12 + 3e-6;
+  }
+  if (v.fam == family::wgmma) {
+    // Persistent TMA kernels, calibrated on H200 measurements (bench/results/gemm.json):
+    // ping-pong hides the epilogue but pays a serialized start, so it wins only with several
+    // tiles per block and a long K loop; 128x256 wins only with many tiles per block.
+    const double per_block = tiles / (double(d.sms) * per_sm);
+    if (v.pingpong) {
+      t *= (per_block >= 4 && p.k >= 2048) ? 0.95 : 1.3;
+    } else if (v.bm * v.bn > 128 * 128) {
+      t *= per_block >= 12 ? 0.97 : 1.08;
+    }
+  }
+  return t;
+}
+
+int heuristic(const problem& p, const device_state& d, const std::vector<int>& valid) {
+  int best = -1;
+  double best_t = 0;
+  for (int vi : valid) {
+    const double t = predicted_seconds(vi, p, d);
+    if (best < 0 || t < best_t) {
+      best = vi;
+      best_t = t;
+    }
+  }
+  return best;
+}
+
+} // namespace cufuse::gemm_detail

@@ -1,0 +1,168 @@
+/// \file The tuner: modes, keys, the database lookups, and the online (UCB) step.
+#include "tuner.hpp"
+
+#include <cufuse/core/error.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace cufuse::gemm_detail {
+
+tune_mode mode_from_env() {
+  const char* s = std::getenv("CUFUSE_TUNE_MODE");
+  if (s == nullptr || *s == '\0') {
+    return tune_mode::frozen;
+  }
+  const std::string v = s;
+  if (v == "off") {
+    return tune_mode::off;
+  }
+  if (v == "online") {
+    return tune_mode::online;
+  }
+  if (v == "frozen") {
+    return tune_mode::frozen;
+  }
+  std::fprintf(stderr,
+               "cufuse: warning: CUFUSE_TUNE_MODE=%s is not off, online or frozen; using frozen\n",
+               s);
+  return tune_mode::frozen;
+}
+
+std::string family_of(const problem& p) {
+  std::string in =
+      p.ab == dtype::f32 ? (p.math == gemm_math::tf32 ? "tf32" : "f32") : dtype_name(p.ab);
+  return in + ">" + dtype_name(p.out) + "." + (p.a.trans ? "T" : "N") + (p.b.trans ? "T" : "N") +
+         ".a" + std::to_string(ab_align_class(p)) + ".c" + std::to_string(c_align_class(p)) + ".b" +
+         std::to_string(p.batch) + (p.beta == 0.0f ? ".ab" : ".abc");
+}
+
+run_key key_of(const device_state& d, const problem& p, tune_mode mode) {
+  return {d.ordinal,
+          std::uint8_t(mode),
+          std::uint8_t(p.ab),
+          std::uint8_t(p.out),
+          std::uint8_t(p.ab == dtype::f32 ? p.math : gemm_math::fp32),
+          std::uint8_t(p.a.trans),
+          std::uint8_t(p.b.trans),
+          std::uint8_t(ab_align_class(p)),
+          std::uint8_t(c_align_class(p)),
+          std::uint8_t(p.beta == 0.0f),
+          p.batch,
+          p.m,
+          p.n,
+          p.k};
+}
+
+tune::tuning_key db_key(const problem& p) { return {family_of(p), p.m, p.n, p.k}; }
+
+int from_database(const problem& p, const device_state& d, bool nearest) {
+  tune::tuning_database* db = tuner::get().database(d);
+  if (db == nullptr) {
+    return -1;
+  }
+  const tune::tuning_key k = db_key(p);
+  if (auto e = db->find(k)) {
+    const int vi = find_variant(e->variant);
+    if (vi >= 0 && can_run(vi, p, d)) {
+      return vi;
+    }
+  }
+  if (nearest) {
+    if (auto e = db->nearest(k)) {
+      const int vi = find_variant(e->second.variant);
+      if (vi >= 0 && can_run(vi, p, d)) {
+        return vi;
+      }
+    }
+  }
+  return -1;
+}
+
+void record_finished(key_state& ks) {
+  auto& f = ks.in_flight;
+  std::size_t i = 0;
+  while (i < f.size()) {
+    const cudaError_t q = cudaEventQuery(f[i].stop);
+    if (q == cudaErrorNotReady) {
+      ++i;
+      continue;
+    }
+    float ms = 0;
+    if (q == cudaSuccess && cudaEventElapsedTime(&ms, f[i].start, f[i].stop) == cudaSuccess) {
+      ks.bandit->record(f[i].arm, ms * 1e-3);
+    } else {
+      (void)cudaGetLastError();
+    }
+    ks.spare.push_back(f[i].start);
+    ks.spare.push_back(f[i].stop);
+    f.erase(f.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+void commit(key_state& ks, int vi, const problem& p, const device_state& d, double seconds) {
+  ks.chosen.store(vi, std::memory_order_release);
+  if (tune::tuning_database* db = tuner::get().database(d)) {
+    db->put(db_key(p), {registry()[vi].name, seconds});
+    db->save();
+  }
+}
+
+bool capturing(cudaStream_t s) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &st) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true; // cannot tell: do not time
+  }
+  return st != cudaStreamCaptureStatusNone;
+}
+
+void online_step(key_state& ks, const problem& p, const device_state& d, cudaStream_t stream) {
+  record_finished(ks);
+  tune::ucb_bandit& b = *ks.bandit;
+  if (b.committed()) {
+    const int arm = b.committed_arm();
+    commit(ks, ks.arms[arm], p, d, b.median_seconds(arm));
+    launch(ks.arms[arm], p, d, stream);
+    return;
+  }
+  if (static_cast<int>(ks.in_flight.size()) >= max_in_flight || capturing(stream)) {
+    const int best = b.best_arm();
+    launch(best >= 0 ? ks.arms[best] : heuristic(p, d, ks.arms), p, d, stream);
+    return;
+  }
+  std::vector<int> pending(ks.arms.size(), 0);
+  for (const auto& s : ks.in_flight) {
+    ++pending[s.arm];
+  }
+  const int arm = b.next_arm(pending);
+  if (!ks.warmed[arm]) {
+    // An arm's first run is not a measurement: the first launch of a kernel and a change of
+    // working set make it slower than its steady state, which would bias a one-sample start.
+    ks.warmed[arm] = 1;
+    launch(ks.arms[arm], p, d, stream);
+    return;
+  }
+  // On an idle stream the start event completes at once and the kernel follows only after the
+  // host's launch path: a few microseconds that a short GEMM would count as its own. Such calls
+  // run untimed, unless the caller keeps the stream idle (synchronizes after every call): after
+  // 2 x arms of them, idle samples are taken anyway.
+  // An error from earlier work is left for the checked calls below to report; "not ready" is
+  // no error, and is never left behind as the last error.
+  const cudaError_t q = cudaStreamQuery(stream);
+  if (q == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+  }
+  if (q == cudaSuccess && ks.idle_skips < 2 * static_cast<int>(ks.arms.size())) {
+    ++ks.idle_skips;
+    launch(ks.arms[arm], p, d, stream);
+    return;
+  }
+  key_state::sample s{arm, ks.take_event(), ks.take_event()};
+  CUFUSE_CUDA_CHECK(cudaEventRecord(s.start, stream));
+  launch(ks.arms[arm], p, d, stream);
+  CUFUSE_CUDA_CHECK(cudaEventRecord(s.stop, stream));
+  ks.in_flight.push_back(s);
+}
+
+} // namespace cufuse::gemm_detail
