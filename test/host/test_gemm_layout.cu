@@ -10,7 +10,8 @@
 // - the FP32 SIMT cp.async copies (simt_copier, every pipelined SIMT configuration, both
 //   operands, both copy modes): each copy writes the element it reads to [k][mn] of the stage,
 //   and the copies of one K tile cover every element exactly once.
-#include <cufuse/gemm/variants.cuh>
+// The variant lists and their names, as libcufuse builds them (src/gemm, internal).
+#include "gemm/variant_launch.cuh"
 
 #include <catch2/catch.hpp>
 
