@@ -318,3 +318,12 @@ gemm_chosen_variant(A&& a, B&& b, C&& c, const gemm_options& options = {}, float
 }
 
 } // namespace cufuse
+
+// Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
+// of the first cufuse header of the file, when everything that header includes is complete,
+// so that a file including any one header alone links.
+#ifdef CUFUSE_DETAIL_FIRST_GEMM_CUH
+#undef CUFUSE_DETAIL_FIRST_GEMM_CUH
+#undef CUFUSE_DETAIL_FIRST
+#include "eval/assign.cuh"
+#endif
