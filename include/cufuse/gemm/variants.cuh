@@ -20,65 +20,131 @@ namespace cufuse::gemm_detail {
 template <class... C>
 struct variant_list {};
 
+/// Tile configurations by name (C++20 class-type template arguments); each names the
+/// configuration template of its family in kernels.cuh / kernels_sm90.cuh.
+///
+/// SIMT (CUDA cores): block tile bm x bn x bk; each thread computes (4 rm) x (4 rn) outputs;
+/// `vec` elements per global load (4: 16-byte loads, aligned operands; 1: any alignment);
+/// `stages` 0: staged through registers (sm_70+), >= 2: a cp.async pipeline (sm_80+, FP32,
+/// vec 4); `krows_a`/`krows_b`: rows per warp of the transposing cp.async copies of A / B.
+struct simt_tile {
+  int bm, bn, bk, rm, rn, vec;
+  int splits = 1, stages = 0, krows_a = 4, krows_b = 4;
+};
+template <class T, simt_tile S>
+using simt =
+    simt_config<T, S.bm, S.bn, S.bk, S.rm, S.rn, S.vec, S.splits, S.stages, S.krows_a, S.krows_b>;
+
+/// mma.sync: block tile bm x bn x bk, wm x wn warps, a `stages`-deep pipeline; `tma`: the
+/// stages are filled by TMA (TF32, sm_90a) instead of cp.async.
+struct mma_tile {
+  int bm, bn, bk, wm, wn, stages;
+  int splits = 1;
+  bool tma = false;
+};
+template <class T, mma_tile S>
+using mma = mma_config<T, S.bm, S.bn, S.bk, S.wm, S.wn, S.stages, S.splits, S.tma>;
+
+/// wgmma (sm_90a): block tile bm x bn (bk: one 128-byte row of K), `stages` ring slots,
+/// `min_blocks` blocks per SM, `pingpong`: the consumer warpgroups take whole tiles in turn.
+struct wgmma_tile {
+  int bm, bn, stages;
+  int min_blocks = 1;
+  bool pingpong = false;
+};
+template <class T, wgmma_tile S>
+using wgmma = wgmma_config<T, S.bm, S.bn, S.stages, S.min_blocks, S.pingpong>;
+
 // ---- the standard set ------------------------------------------------------------------------
 
 using simt_variants = variant_list<
     // FP32 through cp.async pipelines (sm_80+), 16-byte aligned. First: the static heuristic
     // takes the first of equally rated tiles. _rAB: rows per warp of A's / B's transposing
     // copies; _r22 is for NT, where both operands are transposed (bench/JOURNAL.md g16).
-    simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3>, simt_config<float, 256, 128, 8, 4, 2, 4, 1, 3>,
-    simt_config<float, 128, 128, 32, 2, 2, 4, 1, 3, 2, 2>,
+    simt<float, simt_tile{.bm = 128, .bn = 128, .bk = 32, .rm = 2, .rn = 2, .vec = 4, .stages = 3}>,
+    simt<float, simt_tile{.bm = 256, .bn = 128, .bk = 8, .rm = 4, .rn = 2, .vec = 4, .stages = 3}>,
+    simt<float, simt_tile{.bm = 128,
+                          .bn = 128,
+                          .bk = 32,
+                          .rm = 2,
+                          .rn = 2,
+                          .vec = 4,
+                          .stages = 3,
+                          .krows_a = 2,
+                          .krows_b = 2}>,
     // FP32 staged through registers (any sm_70+), 16-byte loads
-    simt_config<float, 128, 128, 16, 2, 2, 4>, simt_config<float, 128, 64, 8, 2, 2, 4>,
-    simt_config<float, 64, 64, 16, 1, 1, 4>, simt_config<float, 32, 64, 16, 1, 1, 4>,
-    simt_config<float, 16, 128, 32, 1, 1, 4>,
+    simt<float, simt_tile{.bm = 128, .bn = 128, .bk = 16, .rm = 2, .rn = 2, .vec = 4}>,
+    simt<float, simt_tile{.bm = 128, .bn = 64, .bk = 8, .rm = 2, .rn = 2, .vec = 4}>,
+    simt<float, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 4}>,
+    simt<float, simt_tile{.bm = 32, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 4}>,
+    simt<float, simt_tile{.bm = 16, .bn = 128, .bk = 32, .rm = 1, .rn = 1, .vec = 4}>,
     // FP32, any alignment
-    simt_config<float, 128, 128, 8, 2, 2, 1>, simt_config<float, 64, 64, 16, 1, 1, 1>,
+    simt<float, simt_tile{.bm = 128, .bn = 128, .bk = 8, .rm = 2, .rn = 2, .vec = 1}>,
+    simt<float, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 1}>,
     // FP32 split-K (small M*N, large K)
-    simt_config<float, 64, 64, 16, 1, 1, 4, 4>, simt_config<float, 64, 64, 16, 1, 1, 4, 16>,
-    simt_config<float, 64, 64, 16, 1, 1, 1, 8>,
+    simt<float, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 4, .splits = 4}>,
+    simt<float, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 4, .splits = 16}>,
+    simt<float, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 1, .splits = 8}>,
     // FP16 / BF16 at any alignment (the tensor-core variants need 16-byte alignment)
-    simt_config<__half, 64, 64, 16, 1, 1, 1>, simt_config<__half, 128, 128, 8, 2, 2, 1>,
-    simt_config<__nv_bfloat16, 64, 64, 16, 1, 1, 1>,
-    simt_config<__nv_bfloat16, 128, 128, 8, 2, 2, 1>>;
+    simt<__half, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 1}>,
+    simt<__half, simt_tile{.bm = 128, .bn = 128, .bk = 8, .rm = 2, .rn = 2, .vec = 1}>,
+    simt<__nv_bfloat16, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 1}>,
+    simt<__nv_bfloat16, simt_tile{.bm = 128, .bn = 128, .bk = 8, .rm = 2, .rn = 2, .vec = 1}>>;
 
 /// FP16 / BF16 on mma.sync. Split-K: 4 splits (finished in the kernel) and 16 (a reduction
 /// kernel) for small outputs with a long K, e.g. 128 x 128 x 8192, where 16 tiles leave most
 /// SMs idle.
 template <class T>
-using mma16_variants =
-    variant_list<mma_config<T, 128, 128, 64, 2, 2, 3>, mma_config<T, 128, 256, 64, 2, 4, 3>,
-                 mma_config<T, 256, 128, 64, 4, 2, 3>, mma_config<T, 128, 64, 64, 2, 2, 3>,
-                 mma_config<T, 64, 128, 64, 2, 2, 3>, mma_config<T, 64, 64, 64, 2, 2, 4>,
-                 mma_config<T, 64, 64, 32, 2, 2, 4, 4>, mma_config<T, 64, 64, 32, 2, 2, 4, 16>>;
+using mma16_variants = variant_list<
+    mma<T, mma_tile{.bm = 128, .bn = 128, .bk = 64, .wm = 2, .wn = 2, .stages = 3}>,
+    mma<T, mma_tile{.bm = 128, .bn = 256, .bk = 64, .wm = 2, .wn = 4, .stages = 3}>,
+    mma<T, mma_tile{.bm = 256, .bn = 128, .bk = 64, .wm = 4, .wn = 2, .stages = 3}>,
+    mma<T, mma_tile{.bm = 128, .bn = 64, .bk = 64, .wm = 2, .wn = 2, .stages = 3}>,
+    mma<T, mma_tile{.bm = 64, .bn = 128, .bk = 64, .wm = 2, .wn = 2, .stages = 3}>,
+    mma<T, mma_tile{.bm = 64, .bn = 64, .bk = 64, .wm = 2, .wn = 2, .stages = 4}>,
+    mma<T, mma_tile{.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4, .splits = 4}>,
+    mma<T, mma_tile{.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4, .splits = 16}>>;
 
 using mma_f16_variants = mma16_variants<__half>;
 using mma_bf16_variants = mma16_variants<__nv_bfloat16>;
 
-using mma_tf32_variants =
-    variant_list<mma_config<float, 128, 128, 32, 2, 2, 3>, mma_config<float, 128, 256, 32, 2, 4, 3>,
-                 mma_config<float, 256, 128, 32, 4, 2, 3>, mma_config<float, 128, 64, 32, 2, 2, 3>,
-                 mma_config<float, 64, 64, 32, 2, 2, 4>, mma_config<float, 64, 64, 32, 2, 2, 4, 4>,
-                 mma_config<float, 64, 64, 32, 2, 2, 4, 16>>;
+using mma_tf32_variants = variant_list<
+    mma<float, mma_tile{.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 2, .stages = 3}>,
+    mma<float, mma_tile{.bm = 128, .bn = 256, .bk = 32, .wm = 2, .wn = 4, .stages = 3}>,
+    mma<float, mma_tile{.bm = 256, .bn = 128, .bk = 32, .wm = 4, .wn = 2, .stages = 3}>,
+    mma<float, mma_tile{.bm = 128, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 3}>,
+    mma<float, mma_tile{.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4}>,
+    mma<float, mma_tile{.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4, .splits = 4}>,
+    mma<float,
+        mma_tile{.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4, .splits = 16}>>;
 
 /// TF32 on mma.sync with TMA loads (sm_90a; layouts NN, NT, TT): compiled only into
 /// src/gemm/variants_tf32_tma.cu, for -gencode arch=compute_90a.
-using mma_tma_tf32_variants = variant_list<mma_config<float, 128, 256, 32, 2, 4, 3, 1, true>,
-                                           mma_config<float, 256, 128, 32, 4, 2, 3, 1, true>,
-                                           mma_config<float, 128, 256, 32, 2, 4, 4, 1, true>,
-                                           mma_config<float, 128, 128, 32, 2, 2, 3, 1, true>>;
+using mma_tma_tf32_variants = variant_list<
+    mma<float,
+        mma_tile{.bm = 128, .bn = 256, .bk = 32, .wm = 2, .wn = 4, .stages = 3, .tma = true}>,
+    mma<float,
+        mma_tile{.bm = 256, .bn = 128, .bk = 32, .wm = 4, .wn = 2, .stages = 3, .tma = true}>,
+    mma<float,
+        mma_tile{.bm = 128, .bn = 256, .bk = 32, .wm = 2, .wn = 4, .stages = 4, .tma = true}>,
+    mma<float,
+        mma_tile{.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 2, .stages = 3, .tma = true}>>;
 
 /// sm_90a (TMA + wgmma): compiled only into src/gemm/variants_wgmma*.cu, for
 /// -gencode arch=compute_90a. Cooperative 128x256 (large problems), 128x128, 64x128 (two
 /// blocks per SM); ping-pong 128x128 (each consumer warpgroup owns a tile).
 template <class T>
 using wgmma16_variants =
-    variant_list<wgmma_config<T, 128, 256, 4>, wgmma_config<T, 128, 128, 6>,
-                 wgmma_config<T, 64, 128, 4, 2>, wgmma_config<T, 128, 128, 6, 1, true>>;
+    variant_list<wgmma<T, wgmma_tile{.bm = 128, .bn = 256, .stages = 4}>,
+                 wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6}>,
+                 wgmma<T, wgmma_tile{.bm = 64, .bn = 128, .stages = 4, .min_blocks = 2}>,
+                 wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6, .pingpong = true}>>;
 
 /// TF32 on sm_90a: float inputs, layouts NN, NT and TT (see `layouts`); TN uses mma.sync.
 using wgmma_tf32_variants =
-    variant_list<wgmma_config<float, 128, 256, 4>, wgmma_config<float, 128, 128, 6>,
-                 wgmma_config<float, 64, 128, 4, 2>, wgmma_config<float, 128, 128, 6, 1, true>>;
+    variant_list<wgmma<float, wgmma_tile{.bm = 128, .bn = 256, .stages = 4}>,
+                 wgmma<float, wgmma_tile{.bm = 128, .bn = 128, .stages = 6}>,
+                 wgmma<float, wgmma_tile{.bm = 64, .bn = 128, .stages = 4, .min_blocks = 2}>,
+                 wgmma<float, wgmma_tile{.bm = 128, .bn = 128, .stages = 6, .pingpong = true}>>;
 
 } // namespace cufuse::gemm_detail
