@@ -161,22 +161,64 @@ set(use_gemm/problem.hpp [=[
   cufuse::gemm_problem p;
   p.ab = cufuse::gemm_dtype::bf16;
   static_assert(cufuse::gemm_dtype_size(cufuse::gemm_dtype::bf16) == 2);
-  (void)o;
-  (void)p;
+  if (o.math != cufuse::gemm_math::tf32 || p.ab != cufuse::gemm_dtype::bf16) {
+    return 1;
+  }
 ]=])
 set(use_gemm/args.hpp [=[
-  cufuse::gemm_detail::gemm_args a{};
-  a.m = 1;
+  static_assert(sizeof(cufuse::gemm_detail::gemm_args) > 0);
   static_assert(cufuse::gemm_detail::dtype_size(cufuse::gemm_detail::dtype::f32) == 4);
-  (void)a;
 ]=])
-# The kernel templates and the variant lists: libcufuse instantiates them (src/gemm).
+# The kernel templates and the variant lists: libcufuse instantiates them (src/gemm). A
+# kernel is named by its configuration, so these programs stay small.
 set(use_gemm/kernels.cuh [=[
   static_assert(cufuse::gemm_detail::simt_config<float, 64, 64, 16, 1, 1, 4>::threads > 0);
+  static_assert(cufuse::gemm_detail::mma_config<__half, 64, 64, 64, 2, 2, 4>::threads > 0);
 ]=])
 set(use_gemm/kernels_sm90.cuh [=[
   static_assert(cufuse::gemm_detail::wgmma_config<__half, 128, 128, 6>::threads > 0);
 ]=])
 set(use_gemm/variants.cuh [=[
   static_assert(sizeof(cufuse::gemm_detail::simt_variants) > 0);
+  static_assert(cufuse::gemm_detail::mma<float, cufuse::gemm_detail::mma_tile{.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4}>::BM == 64);
+]=])
+set(use_gemm/arch/device.cuh [=[
+  static_assert(sizeof(cufuse::gemm_detail::gemm_args) > 0);
+]=])
+set(use_gemm/arch/cp_async.cuh [=[
+  static_assert(std::is_same_v<decltype(&cufuse::gemm_detail::cp_async_commit), void (*)()>);
+]=])
+set(use_gemm/arch/mma_sync.cuh [=[
+  static_assert(std::is_same_v<decltype(&cufuse::gemm_detail::to_tf32), unsigned (*)(float)>);
+]=])
+set(use_gemm/arch/sm90.cuh [=[
+  static_assert(std::is_same_v<decltype(&cufuse::gemm_detail::bulk_commit), void (*)()>);
+]=])
+set(use_gemm/epilogue/linear_combination.cuh [=[
+  static_assert(sizeof(cufuse::gemm_detail::linear_combination) > 0);
+]=])
+set(use_gemm/epilogue/split_k.cuh [=[
+  static_assert(std::is_function_v<decltype(cufuse::gemm_detail::split_partial_args)>);
+]=])
+set(use_gemm/tile.cuh [=[
+  static_assert(sizeof(cufuse::gemm_detail::block_work) > 0);
+]=])
+set(use_gemm/kernel/simt.cuh [=[
+  static_assert(cufuse::gemm_detail::simt_config<float, 64, 64, 16, 1, 1, 4>::threads == 256);
+]=])
+set(use_gemm/mainloop/mma_smem.cuh [=[
+  static_assert(cufuse::gemm_detail::mma_config<__half, 64, 64, 64, 2, 2, 4>::threads == 128);
+]=])
+set(use_gemm/kernel/mma.cuh [=[
+  static_assert(std::is_function_v<decltype(cufuse::gemm_detail::mma_1688_tf32)>);
+  static_assert(cufuse::gemm_detail::mma_config<__half, 64, 64, 64, 2, 2, 4>::threads == 128);
+]=])
+set(use_gemm/kernel/wgmma.cuh [=[
+  static_assert(cufuse::gemm_detail::wgmma_config<__half, 128, 128, 6>::consumer_regs == 232);
+]=])
+set(use_gemm/kernel/mma_tma.cuh [=[
+  static_assert(cufuse::gemm_detail::mma_config<float, 128, 128, 32, 2, 2, 3, 1, true>::tma);
+]=])
+set(use_gemm/arch/barrier.cuh [=[
+  static_assert(std::is_same_v<decltype(&cufuse::gemm_detail::named_bar_sync<64>), void (*)(int)>);
 ]=])
