@@ -20,6 +20,10 @@
 /// registers, NN as C^T = B^T A^T; TN stays on mma.sync). TMA zero-fills whatever lies
 /// outside the matrix, so M, N and K tails need no special path. Persistent: a block walks
 /// tiles until the problem (all batches) is done. Compiled only for sm_90a (src/CMakeLists.txt).
+///
+/// This file is over 500 lines because wgmma_gemm_kernel is one ~420-line function: its
+/// producer loop, consumer main loop, persistent tile walk and two epilogue paths are not yet
+/// separate pieces (the open part of the GEMM-structure work, docs/design.md).
 #pragma once
 
 #include "../arch/sm90.cuh"
@@ -94,7 +98,7 @@ struct wgmma_config {
 /// thread first loads the chunk of C into the buffer by TMA (the same boxes), and every thread
 /// reads back the elements it then overwrites. Otherwise the accumulators go straight to global
 /// memory (beta != 0 reads C there: 8 rows per warp access, 0.69-0.82x cuBLAS at 4096^3 where
-/// the staged path runs at 0.98-1.01x; NOTES g25).
+/// the staged path runs at 0.98-1.01x; bench/JOURNAL.md g25).
 template <class Cfg, bool TA, bool TB, class Epi, bool SwapC = false>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
