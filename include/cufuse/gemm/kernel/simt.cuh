@@ -320,7 +320,8 @@ struct simt_copier {
   /// The same for a tile that may cross the matrix edge: `mn_left` / `k_left` elements remain
   /// from the tile's origin; elements past them are zero-filled (`any` is a valid address).
   /// Its sources keep the row-pointer form (what source() computes): written through source(),
-  /// this loop changed ptxas's register allocation for the whole kernel (spills, bench/JOURNAL.md g18).
+  /// this loop changed ptxas's register allocation for the whole kernel (spills,
+  /// bench/JOURNAL.md g18).
   CUFUSE_DEVICE_FN void copy_checked(unsigned stage, const float* from, const float* any,
                                      int mn_left, int k_left, int tid) const {
     const int mn = first_mn(tid), k = first_k(tid);
