@@ -8,7 +8,7 @@
 // nvcc 13 defaults to C++17; without this, the first thing to fail is a C++20 concept deep in a
 // header, with a hundred errors after it. The preprocessor stops at an #error.
 #if __cplusplus < 202002L
-#error "cufuse needs C++20: compile with -std=c++20 (and --extended-lambda for __device__ lambdas in cufuse::map)"
+#error "cufuse needs C++20: compile with -std=c++20 (and --extended-lambda for map lambdas)"
 #endif
 
 #include <cstdint>
