@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 int main() {
@@ -131,5 +132,20 @@ int main() {
   cufuse::gemm(A32, B32, C8, 1.0f, 0.0f, cufuse::current_stream(), narrow);
   const bool same = C8.download() == c32;
   std::printf("the same TF32 GEMM on at most 8 SMs: %s\n", same ? "identical" : "DIFFERENT");
-  return ok && ok32 && ok_pinned && same ? 0 : 1;
+
+  // The tuning API (what cufuse-tune uses): the call as a type-erased problem, the variants that
+  // can run it, one timed, and the result of running it through the API checked again.
+  const cufuse::gemm_problem prob = cufuse::tuning::problem(A32, B32, C8, 1.0f, 0.0f, tf32);
+  const std::vector<std::string> names = cufuse::tuning::variants(prob, tf32);
+  const double seconds =
+      cufuse::tuning::time(prob, names.front(), cufuse::current_stream(), 3, tf32);
+  cufuse::gemm_options first = tf32;
+  first.variant = names.front();
+  C8.fill(-1.0f); // poisoned, so that a run that wrote nothing fails
+  cufuse::tuning::run(prob, cufuse::current_stream(), first);
+  const bool ok_api = tf32_error(C8.download()) <= 1.0;
+  std::printf("tuning API: key %s, %zu variants; %s: %.1f us, %s\n",
+              cufuse::tuning::key(prob).c_str(), names.size(), names.front().c_str(), seconds * 1e6,
+              ok_api ? "correct" : "WRONG");
+  return ok && ok32 && ok_pinned && same && ok_api ? 0 : 1;
 }
