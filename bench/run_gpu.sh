@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
-#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|all]      (from the repository root)
+#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|epilogue|all]      (from the repository root)
 # Environment: NO_SANITIZE, NO_BENCH, NO_TORCH skip parts of the reduce mode; CTEST_ARGS.
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
@@ -82,6 +82,40 @@ if [ "$what" = gemm ] || [ "$what" = all ]; then
     --exhaustive --file "$OUT/logs/tune.db" --json "$OUT/logs/gemm_tune.json" 2>&1 | tee "$OUT/logs/gemm_tune.log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   python3 bench/gemm_report.py "$OUT/logs/gemm_tune.json" "$OUT/gemm" >/dev/null || status=1
+fi
+
+if [ "$what" = epilogue ]; then
+  # GEMM epilogues from expressions: their tests (memcheck and racecheck on a quick subset), the
+  # MLP sample, and the benchmark with cuBLAS and PyTorch (eager, torch.compile) in the same run.
+  step "build epilogue tests, sample, benchmark"
+  cmake --build build-gpu -j"$jobs" --target cufuse_gemm_epilogue_tests transformer_mlp cufuse_bench_mlp \
+    >"$OUT/logs/build-epilogue.log" 2>&1 || { tail -30 "$OUT/logs/build-epilogue.log"; exit 1; }
+  grep -E "warning" "$OUT/logs/build-epilogue.log" | head -5
+  step "epilogue tests"
+  build-gpu/test/cufuse_gemm_epilogue_tests "[epilogue]" 2>&1 | tail -15 | tee "$OUT/epilogue_tests.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  build-gpu/samples/transformer_mlp | tee -a "$OUT/epilogue_tests.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  if [ -z "${NO_SANITIZE:-}" ]; then
+    step "compute-sanitizer memcheck / racecheck (epilogues: aux output, batches, activations)"
+    timeout ${MEMCHECK_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+      build-gpu/test/cufuse_gemm_epilogue_tests "*auxiliary*,*batches*,*relu*" >"$OUT/logs/memcheck_epi.log" 2>&1
+    rc=$?; echo "memcheck (epilogue) exit $rc"; tail -3 "$OUT/logs/memcheck_epi.log"; [ $rc = 0 ] || status=1
+    timeout ${RACECHECK_TIMEOUT:-150} compute-sanitizer --tool racecheck --error-exitcode 9 \
+      build-gpu/test/cufuse_gemm_epilogue_tests "*auxiliary*" >"$OUT/logs/racecheck_epi.log" 2>&1
+    rc=$?; echo "racecheck (epilogue) exit $rc"; tail -3 "$OUT/logs/racecheck_epi.log"; [ $rc = 0 ] || status=1
+  fi
+  if [ -z "${NO_BENCH:-}" ]; then
+    step "MLP / epilogue benchmark (cuBLAS in the same run)"
+    build-gpu/bench/cufuse_bench_mlp ${MLP_ARGS:-} --out "$OUT/logs/mlp_cufuse.json" | tee "$OUT/logs/mlp_bench.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    if [ -z "${NO_TORCH:-}" ]; then
+      step "PyTorch eager + torch.compile (MLP)"
+      PYTHONUNBUFFERED=1 timeout 300 python3 bench/torch_mlp.py ${MLP_ARGS:-} --out "$OUT/logs/mlp_torch.json" \
+        >"$OUT/logs/mlp_torch.log" 2>&1 || { echo "torch mlp bench failed:"; tail -5 "$OUT/logs/mlp_torch.log"; }
+    fi
+    python3 bench/mlp_report.py "$OUT/logs/mlp_cufuse.json" "$OUT/logs/mlp_torch.json" "$OUT/mlp"
+  fi
 fi
 
 if [ "$what" = sustained ]; then

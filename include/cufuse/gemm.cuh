@@ -319,6 +319,9 @@ gemm_chosen_variant(A&& a, B&& b, C&& c, const gemm_options& options = {}, float
 
 } // namespace cufuse
 
+// GEMM epilogues written as expressions: cufuse::acc, gemm(A, B, Y, epilogue).
+#include "gemm/epilogue/expression.cuh"
+
 // Assignments (`=`, fill) call cufuse::assign, defined by the engine: included here, at the end
 // of the first cufuse header of the file, when everything that header includes is complete,
 // so that a file including any one header alone links.

@@ -4,16 +4,75 @@
 
 #include <cufuse/core/error.hpp>
 #include <cufuse/gemm.cuh>
+#include <cufuse/gemm/fused.hpp>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cufuse::gemm_detail {
 
-void run(const problem& p, cudaStream_t stream, const gemm_options& options) {
+namespace {
+
+/// An expression epilogue's kernels on one device: by registry index, null where the set has
+/// no kernel or the kernel has no code for the device; `indices`: the non-null ones.
+struct fused_table {
+  std::vector<launch_fn> kernels;
+  std::vector<int> indices;
+};
+
+const fused_table& table_for(const fused_set& s, const device_state& d) {
+  static std::shared_mutex mu;
+  static std::map<std::pair<const fused_set*, int>, std::unique_ptr<fused_table>> tables;
+  const auto key = std::make_pair(&s, d.ordinal);
+  {
+    std::shared_lock<std::shared_mutex> g(mu);
+    const auto it = tables.find(key);
+    if (it != tables.end()) {
+      return *it->second;
+    }
+  }
+  std::unique_lock<std::shared_mutex> g(mu);
+  auto& slot = tables[key];
+  if (!slot) {
+    auto t = std::make_unique<fused_table>();
+    t->kernels.assign(registry().size(), nullptr);
+    for (const fused_kernel& k : s.kernels) {
+      const int vi = find_variant(k.name);
+      if (vi < 0) {
+        throw error("cufuse::gemm: internal: the epilogue's configuration " + k.name +
+                    " is not a variant of this libcufuse (header and library differ?)");
+      }
+      int arch = 0;
+      CUFUSE_CUDA_CHECK_MSG(k.prepare(&arch), "preparing the epilogue's GEMM kernels " + k.name);
+      if (arch >= registry()[vi].min_arch && d.arch[vi] >= registry()[vi].min_arch) {
+        t->kernels[vi] = k.launch;
+        t->indices.push_back(vi);
+      }
+    }
+    std::sort(t->indices.begin(), t->indices.end());
+    slot = std::move(t);
+  }
+  return *slot;
+}
+
+std::vector<int> valid_of(const problem& p, const device_state& d, const fused_table* t) {
+  std::vector<int> valid = valid_indices(p, d);
+  if (t != nullptr) {
+    std::erase_if(valid, [&](int vi) { return t->kernels[vi] == nullptr; });
+  }
+  return valid;
+}
+
+/// cufuse::gemm with the standard epilogue (`set` null) or an expression epilogue.
+void run_impl(const problem& p, cudaStream_t stream, const gemm_options& options,
+              const fused_set* set, const void* epi) {
   validate(p);
   if (p.m == 0 || p.n == 0 || p.batch == 0) {
     return;
@@ -23,32 +82,57 @@ void run(const problem& p, cudaStream_t stream, const gemm_options& options) {
     throw error("cufuse::gemm: no variant named '" + options.variant + "'");
   }
   const device_state& d = device_state_for(current_device());
+  const fused_table* table = set != nullptr ? &table_for(*set, d) : nullptr;
+  const fused_call call{table != nullptr ? table->kernels.data() : nullptr, epi};
+  const fused_call* f = table != nullptr ? &call : nullptr;
   if (forced >= 0) {
     const int vi = forced;
     std::string why;
     if (!can_run(vi, p, d, &why)) {
       throw error("cufuse::gemm: variant " + options.variant + " cannot run this problem: " + why);
     }
-    launch(vi, p, d, stream);
+    if (table != nullptr && table->kernels[vi] == nullptr) {
+      throw error("cufuse::gemm: variant " + options.variant +
+                  " is not instantiated for this epilogue (or has no code for this device)");
+    }
+    launch(vi, p, d, stream, f);
     return;
   }
   tuner& t = tuner::get();
   const tune_mode mode = t.mode();
-  const std::shared_ptr<key_state> ks = t.state(key_of(d, p, mode));
+  const std::shared_ptr<key_state> ks =
+      t.state(key_of(d, p, mode, reinterpret_cast<std::uintptr_t>(set)));
   const int chosen = ks->chosen.load(std::memory_order_acquire);
   if (chosen >= 0) {
-    launch(chosen, p, d, stream); // steady state: no lock, no timing
+    launch(chosen, p, d, stream, f); // steady state: no lock, no timing
     return;
   }
   std::unique_lock<std::mutex> g(ks->mu);
   if (!ks->initialized) {
-    const std::vector<int> valid = valid_indices(p, d);
+    const std::vector<int> valid = valid_of(p, d, table);
     if (valid.empty()) {
-      throw error("cufuse::gemm: no variant can run this problem (" + family_of(p) + ")");
+      throw error("cufuse::gemm: no variant can run this problem (" + family_of(p) +
+                  (set != nullptr ? ", epilogue " + set->epilogue : std::string()) + ")");
+    }
+    if (set != nullptr) {
+      ks->epilogue = set->epilogue;
     }
     int vi = -1;
     if (mode != tune_mode::off) {
-      vi = from_database(p, d, mode == tune_mode::frozen);
+      vi = from_database(p, d, mode == tune_mode::frozen, ks->epilogue, &valid);
+    }
+    if (vi < 0 && set != nullptr) {
+      // Prior: the plain GEMM's choice for the same problem (in this process, else the
+      // database's), when the epilogue has that configuration (docs/gemm.md).
+      if (const auto plain = t.find(key_of(d, p, mode))) {
+        const int c = plain->chosen.load(std::memory_order_acquire);
+        if (c >= 0 && table->kernels[c] != nullptr) {
+          vi = c;
+        }
+      }
+      if (vi < 0 && mode != tune_mode::off) {
+        vi = from_database(p, d, mode == tune_mode::frozen, {}, &valid);
+      }
     }
     if (vi < 0 && mode != tune_mode::online) {
       vi = heuristic(p, d, valid);
@@ -66,10 +150,31 @@ void run(const problem& p, cudaStream_t stream, const gemm_options& options) {
   const int now = ks->chosen.load(std::memory_order_acquire);
   if (now >= 0) {
     g.unlock();
-    launch(now, p, d, stream);
+    launch(now, p, d, stream, f);
     return;
   }
-  online_step(*ks, p, d, stream);
+  online_step(*ks, p, d, stream, f);
+}
+
+} // namespace
+
+void run(const problem& p, cudaStream_t stream, const gemm_options& options) {
+  run_impl(p, stream, options, nullptr, nullptr);
+}
+
+void run_fused(const problem& p, const fused_set& set, const void* epi, cudaStream_t stream,
+               const gemm_options& options) {
+  run_impl(p, stream, options, &set, epi);
+}
+
+std::vector<std::string> fused_variants(const problem& p, const fused_set& set) {
+  validate(p);
+  const device_state& d = device_state_for(current_device());
+  std::vector<std::string> out;
+  for (int vi : valid_of(p, d, &table_for(set, d))) {
+    out.push_back(registry()[vi].name);
+  }
+  return out;
 }
 
 } // namespace cufuse::gemm_detail

@@ -65,7 +65,15 @@ double predicted_seconds(int vi, const problem& p, const device_state& d);
 int heuristic(const problem& p, const device_state& d, const std::vector<int>& valid);
 
 // ---- launch.cu ------------------------------------------------------------------------------
-/// Runs variant `vi` on `p` (split-K: with its workspace); checks the launch.
-void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream);
+/// A call with an expression epilogue: its kernels by registry index (null where the set has
+/// none) and the epilogue object they take.
+struct fused_call {
+  const launch_fn* kernels;
+  const void* epi;
+};
+/// Runs variant `vi` on `p` (split-K: with its workspace); checks the launch. `f`: with an
+/// expression epilogue's kernels instead of the standard ones.
+void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream,
+            const fused_call* f = nullptr);
 
 } // namespace cufuse::gemm_detail

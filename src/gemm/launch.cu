@@ -9,8 +9,11 @@
 
 namespace cufuse::gemm_detail {
 
-void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream) {
+void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream,
+            const fused_call* f) {
   const variant& v = registry()[vi];
+  const launch_fn run = f != nullptr ? f->kernels[vi] : v.launch;
+  const void* epi = f != nullptr ? f->epi : nullptr;
   const int sms = p.sm_count > 0 ? std::min(p.sm_count, d.sms) : d.sms;
   const auto [splits, chunk] = split_plan(v, p);
   gemm_args args{};
@@ -37,7 +40,7 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   out.beta = p.beta;
   out.out_type = int(p.out);
   if (splits == 1) {
-    CUFUSE_CUDA_CHECK_MSG(v.launch(out, p.a.trans, p.b.trans, grid, sms, stream),
+    CUFUSE_CUDA_CHECK_MSG(run(out, epi, p.a.trans, p.b.trans, grid, sms, stream),
                           "preparing the launch of GEMM variant " + v.name);
     CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "launching GEMM variant " + v.name);
     return;
@@ -48,6 +51,11 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   // kernel sums them over the whole GPU, since one block per tile reading 8 or 16 partials
   // was slower than the second launch (bench/JOURNAL.md g27).
   const bool fixup = splits <= 4;
+  if (!fixup && f != nullptr) {
+    throw error("cufuse::gemm: internal: an expression epilogue ran a variant of more than 4 "
+                "splits (" +
+                v.name + "), whose reduction kernel has the standard epilogue only");
+  }
   // Counters for every output tile of the grid the kernel runs, in the orientation it runs the
   // problem (variant.hpp: runs_transposed).
   const std::int64_t tiles = oriented_tiles(v, p.m, p.n, p.a.trans, p.b.trans) * p.batch;
@@ -67,7 +75,7 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
     e = cudaMemsetAsync(out.ws_count, 0, bytes - count_at, stream);
   }
   if (e == cudaSuccess) {
-    e = v.launch(out, p.a.trans, p.b.trans, grid, sms, stream);
+    e = run(out, epi, p.a.trans, p.b.trans, grid, sms, stream);
   }
   if (e == cudaSuccess) {
     e = cudaGetLastError();
@@ -75,9 +83,9 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   if (e == cudaSuccess && !fixup) {
     e = launch_splitk_reduce(out.ws, out, static_cast<int>(p.batch), d.sms, stream);
   }
-  const cudaError_t f = cudaFreeAsync(ws, stream);
+  const cudaError_t freed = cudaFreeAsync(ws, stream);
   CUFUSE_CUDA_CHECK_MSG(e, "launching GEMM variant " + v.name);
-  CUFUSE_CUDA_CHECK_MSG(f, "freeing " + what);
+  CUFUSE_CUDA_CHECK_MSG(freed, "freeing " + what);
 }
 
 } // namespace cufuse::gemm_detail

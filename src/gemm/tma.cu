@@ -1,10 +1,12 @@
 /// \file Host side of the TMA variants: the driver's tensor-map encoder, looked up once through
 /// the runtime (no link against libcuda), and the operand descriptors built from it.
-#include <cufuse/gemm/variants.cuh>
+#include <cufuse/gemm/launch.cuh>
 
 #include <cudaTypedefs.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace cufuse::gemm_detail {
 
@@ -58,6 +60,15 @@ cudaError_t encode_tma_operand(CUtensorMap* map, dtype t, const void* ptr, std::
                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+} // namespace cufuse::gemm_detail
+
+namespace cufuse::gemm_detail {
+
+bool tma_store_allowed() {
+  const char* e = std::getenv("CUFUSE_GEMM_TMA_STORE");
+  return e == nullptr || std::string(e) != "0";
 }
 
 } // namespace cufuse::gemm_detail

@@ -3,6 +3,7 @@
 
 #include <cufuse/core/error.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -37,7 +38,7 @@ std::string family_of(const problem& p) {
          std::to_string(p.batch) + (p.beta == 0.0f ? ".ab" : ".abc");
 }
 
-run_key key_of(const device_state& d, const problem& p, tune_mode mode) {
+run_key key_of(const device_state& d, const problem& p, tune_mode mode, std::uintptr_t epi) {
   return {d.ordinal,
           std::uint8_t(mode),
           std::uint8_t(p.ab),
@@ -51,27 +52,36 @@ run_key key_of(const device_state& d, const problem& p, tune_mode mode) {
           p.batch,
           p.m,
           p.n,
-          p.k};
+          p.k,
+          epi};
 }
 
-tune::tuning_key db_key(const problem& p) { return {family_of(p), p.m, p.n, p.k}; }
+tune::tuning_key db_key(const problem& p, const std::string& epilogue) {
+  return {epilogue.empty() ? family_of(p) : family_of(p) + ".e=" + epilogue, p.m, p.n, p.k};
+}
 
-int from_database(const problem& p, const device_state& d, bool nearest) {
+int from_database(const problem& p, const device_state& d, bool nearest,
+                  const std::string& epilogue, const std::vector<int>* allowed) {
   tune::tuning_database* db = tuner::get().database(d);
   if (db == nullptr) {
     return -1;
   }
-  const tune::tuning_key k = db_key(p);
+  const tune::tuning_key k = db_key(p, epilogue);
+  auto usable = [&](int vi) {
+    return vi >= 0 && can_run(vi, p, d) &&
+           (allowed == nullptr ||
+            std::find(allowed->begin(), allowed->end(), vi) != allowed->end());
+  };
   if (auto e = db->find(k)) {
     const int vi = find_variant(e->variant);
-    if (vi >= 0 && can_run(vi, p, d)) {
+    if (usable(vi)) {
       return vi;
     }
   }
   if (nearest) {
     if (auto e = db->nearest(k)) {
       const int vi = find_variant(e->second.variant);
-      if (vi >= 0 && can_run(vi, p, d)) {
+      if (usable(vi)) {
         return vi;
       }
     }
@@ -103,7 +113,7 @@ void record_finished(key_state& ks) {
 void commit(key_state& ks, int vi, const problem& p, const device_state& d, double seconds) {
   ks.chosen.store(vi, std::memory_order_release);
   if (tune::tuning_database* db = tuner::get().database(d)) {
-    db->put(db_key(p), {registry()[vi].name, seconds});
+    db->put(db_key(p, ks.epilogue), {registry()[vi].name, seconds});
     db->save();
   }
 }
@@ -117,18 +127,19 @@ bool capturing(cudaStream_t s) {
   return st != cudaStreamCaptureStatusNone;
 }
 
-void online_step(key_state& ks, const problem& p, const device_state& d, cudaStream_t stream) {
+void online_step(key_state& ks, const problem& p, const device_state& d, cudaStream_t stream,
+                 const fused_call* f) {
   record_finished(ks);
   tune::ucb_bandit& b = *ks.bandit;
   if (b.committed()) {
     const int arm = b.committed_arm();
     commit(ks, ks.arms[arm], p, d, b.median_seconds(arm));
-    launch(ks.arms[arm], p, d, stream);
+    launch(ks.arms[arm], p, d, stream, f);
     return;
   }
   if (static_cast<int>(ks.in_flight.size()) >= max_in_flight || capturing(stream)) {
     const int best = b.best_arm();
-    launch(best >= 0 ? ks.arms[best] : heuristic(p, d, ks.arms), p, d, stream);
+    launch(best >= 0 ? ks.arms[best] : heuristic(p, d, ks.arms), p, d, stream, f);
     return;
   }
   std::vector<int> pending(ks.arms.size(), 0);
@@ -140,7 +151,7 @@ void online_step(key_state& ks, const problem& p, const device_state& d, cudaStr
     // An arm's first run is not a measurement: the first launch of a kernel and a change of
     // working set make it slower than its steady state, which would bias a one-sample start.
     ks.warmed[arm] = 1;
-    launch(ks.arms[arm], p, d, stream);
+    launch(ks.arms[arm], p, d, stream, f);
     return;
   }
   // On an idle stream the start event completes at once and the kernel follows only after the
@@ -155,12 +166,12 @@ void online_step(key_state& ks, const problem& p, const device_state& d, cudaStr
   }
   if (q == cudaSuccess && ks.idle_skips < 2 * static_cast<int>(ks.arms.size())) {
     ++ks.idle_skips;
-    launch(ks.arms[arm], p, d, stream);
+    launch(ks.arms[arm], p, d, stream, f);
     return;
   }
   key_state::sample s{arm, ks.take_event(), ks.take_event()};
   CUFUSE_CUDA_CHECK(cudaEventRecord(s.start, stream));
-  launch(ks.arms[arm], p, d, stream);
+  launch(ks.arms[arm], p, d, stream, f);
   CUFUSE_CUDA_CHECK(cudaEventRecord(s.stop, stream));
   ks.in_flight.push_back(s);
 }

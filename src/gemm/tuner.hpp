@@ -33,6 +33,7 @@ struct run_key {
   int ordinal;
   std::uint8_t mode, ab, out, math, ta, tb, a_align, c_align, beta0;
   std::int64_t batch, m, n, k;
+  std::uintptr_t epi; // the expression epilogue's kernel set (0: the standard epilogue)
   bool operator==(const run_key&) const = default;
 };
 
@@ -49,6 +50,7 @@ struct run_key_hash {
     mix(std::uint64_t(k.m));
     mix(std::uint64_t(k.n));
     mix(std::uint64_t(k.k));
+    mix(std::uint64_t(k.epi));
     return static_cast<std::size_t>(h);
   }
 };
@@ -68,6 +70,7 @@ struct key_state {
   std::vector<sample> in_flight;
   std::vector<cudaEvent_t> spare;
   std::vector<char> warmed; // per arm: its first call ran untimed (clocks, caches, first launch)
+  std::string epilogue;     // the expression epilogue's name in database keys (empty: standard)
   int idle_skips = 0;       // exploring calls left untimed because the stream was idle
 
   ~key_state() {
@@ -185,16 +188,21 @@ private:
   std::map<int, std::unique_ptr<tune::tuning_database>> dbs_;
 };
 
-run_key key_of(const device_state& d, const problem& p, tune_mode mode);
-tune::tuning_key db_key(const problem& p);
+/// `epi`: the expression epilogue's kernel set (fused_set address), 0 for the standard one.
+run_key key_of(const device_state& d, const problem& p, tune_mode mode, std::uintptr_t epi = 0);
+/// The database key; an expression epilogue's name is appended to the family (".e=<name>").
+tune::tuning_key db_key(const problem& p, const std::string& epilogue = {});
 /// The database's variant for this key: the exact shape, else (nearest) the nearest tuned shape
-/// of the family; -1 when neither gives a variant that can run this problem.
-int from_database(const problem& p, const device_state& d, bool nearest);
+/// of the family; -1 when neither gives a variant that can run this problem (and, with
+/// `allowed`, one of those it marks).
+int from_database(const problem& p, const device_state& d, bool nearest,
+                  const std::string& epilogue = {}, const std::vector<int>* allowed = nullptr);
 /// Hands the bandit the timings of finished calls.
 void record_finished(key_state& ks);
 /// Makes `vi` the key's choice (and writes it to the database, if any).
 void commit(key_state& ks, int vi, const problem& p, const device_state& d, double seconds);
 /// Online mode, key not yet committed: time one arm (or run the best so far untimed).
-void online_step(key_state& ks, const problem& p, const device_state& d, cudaStream_t stream);
+void online_step(key_state& ks, const problem& p, const device_state& d, cudaStream_t stream,
+                 const fused_call* f = nullptr);
 
 } // namespace cufuse::gemm_detail

@@ -16,8 +16,8 @@ cudaError_t launch_splitk_reduce(const float* workspace, const gemm_args& args, 
                                  cudaStream_t stream) {
   const std::int64_t total = std::int64_t(args.m) * args.n * batch;
   const std::int64_t blocks = std::min<std::int64_t>((total + 255) / 256, std::int64_t(sms) * 16);
-  splitk_reduce_kernel<linear_combination>
-      <<<static_cast<unsigned>(blocks), 256, 0, stream>>>(workspace, args, batch);
+  splitk_reduce_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(workspace, args, batch,
+                                                                          linear_combination{});
   return cudaGetLastError();
 }
 

@@ -225,3 +225,22 @@ set(use_gemm/kernel/mma_tma.cuh [=[
 set(use_gemm/arch/barrier.cuh [=[
   static_assert(std::is_same_v<decltype(&cufuse::gemm_detail::named_bar_sync<64>), void (*)(int)>);
 ]=])
+set(use_gemm/orient.hpp [=[
+  static_assert(cufuse::gemm_detail::runs_transposed(true, false, false));
+  static_assert(std::is_pointer_v<cufuse::gemm_detail::launch_fn>);
+]=])
+set(use_gemm/fused.hpp [=[
+  cufuse::gemm_detail::fused_set set{"none", {}};
+  (void)set;
+  static_assert(std::is_function_v<decltype(cufuse::gemm_detail::run_fused)>);
+]=])
+set(use_gemm/launch.cuh [=[
+  using cfg = cufuse::gemm_detail::simt<float, cufuse::gemm_detail::simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 4}>;
+  cufuse::gemm_detail::launch_fn f = &cufuse::gemm_detail::launch_variant<cfg, cufuse::gemm_detail::linear_combination>;
+  (void)f;
+]=])
+set(use_gemm/epilogue/expression.cuh [=[
+  cufuse::tensor<__nv_bfloat16, 2> a({8, 8}), b({8, 8}), y({8, 8});
+  cufuse::tensor<__nv_bfloat16, 1> bias({8});
+  cufuse::gemm(a, b, y, cufuse::relu(cufuse::acc + bias));
+]=])

@@ -10,6 +10,7 @@ namespace cufuse::gemm_detail {
 /// Where one block works: its output tile, its K range, and its operands' base pointers.
 struct block_work {
   int m0, n0, k_begin, k_end;
+  int batch;
   const char* a;
   const char* b;
   void* c;
@@ -44,7 +45,7 @@ CUFUSE_DEVICE_FN block_work locate_tile(const gemm_args& p, int pid, int z) {
   constexpr int group = 8;
   const int width = group * tiles_n;
   const int first_m = (pid / width) * group;
-  const int gsize = min(tiles_m - first_m, group);
+  const int gsize = ::min(tiles_m - first_m, group);
   const int tm = first_m + (pid % width) % gsize;
   const int tn = (pid % width) / gsize;
 
@@ -53,8 +54,9 @@ CUFUSE_DEVICE_FN block_work locate_tile(const gemm_args& p, int pid, int z) {
   block_work w;
   w.m0 = tm * BM;
   w.n0 = tn * BN;
+  w.batch = batch;
   w.k_begin = split * p.k_chunk;
-  w.k_end = min(p.k, w.k_begin + p.k_chunk);
+  w.k_end = ::min(p.k, w.k_begin + p.k_chunk);
   w.a = static_cast<const char*>(p.a) + batch * p.stride_a * AElem;
   w.b = static_cast<const char*>(p.b) + batch * p.stride_b * AElem;
   const int out_size = p.out_type == int(dtype::f32) ? 4 : 2;

@@ -1,8 +1,23 @@
-/// \file The epilogue interface and its standard implementation. An epilogue is a functor
-/// `float operator()(float acc, float alpha, float beta, const void* c, int64 i, int out_type)`
-/// that every kernel applies to each accumulator before `store_out` writes it;
-/// `linear_combination` is alpha * acc + beta * C. Also the element access of C and the grouped
-/// stores the SIMT and split-K paths share.
+/// \file The epilogue interface and its standard implementation, `linear_combination`
+/// (alpha * acc + beta * C). Every kernel family holds its epilogue object (a kernel parameter)
+/// and calls the same members, for positions (row, col) of C as stored:
+///
+///   e = epi.at_batch(b)                 the epilogue of batch b (once per tile)
+///   e.reads_c(p)                        whether this call needs C's old value (then the kernel
+///                                       passes it: from memory, or from a TMA-loaded buffer)
+///   e.template value<RC>(p, acc, c, row, col)
+///                                       C's new value at (row, col), in fp32; the kernel rounds
+///                                       once at its store (direct, staged, TMA or split-K
+///                                       finish). RC: whether `c` holds C's old value.
+///   Epi::loads                          value() reads memory at (row, col): kernels evaluate it
+///                                       only inside C (a TMA store would clip the rest)
+///   Epi::extra_outputs, e.store_extra<Cnt>(row, col, acc, cnt)
+///                                       further outputs of the same accumulators (tie/pack),
+///                                       `cnt` of the Cnt consecutive columns inside C
+///
+/// Expression epilogues (gemm/epilogue/expression.cuh) implement the same members. Also the
+/// element access of C and `store_group`, the grouped stores the SIMT, mma.sync and split-K
+/// paths share.
 #pragma once
 
 #include "../arch/device.cuh"
@@ -40,11 +55,47 @@ CUFUSE_DEVICE_FN void store_out(void* c, std::int64_t i, float v, int t) {
 /// The standard epilogue: alpha * acc + beta * c. beta == 0 never reads C (C may hold NaN).
 struct linear_combination {
   static constexpr const char* name = "lincomb";
-  CUFUSE_DEVICE_FN float operator()(float acc, float alpha, float beta, const void* c,
-                                    std::int64_t i, int t) const {
-    return beta == 0.0f ? alpha * acc : alpha * acc + beta * load_out(c, i, t);
+  static constexpr bool loads = false;
+  static constexpr bool extra_outputs = false;
+  CUFUSE_DEVICE_FN linear_combination at_batch(int) const { return *this; }
+  CUFUSE_DEVICE_FN bool reads_c(const gemm_args& p) const { return p.beta != 0.0f; }
+  template <bool RC>
+  CUFUSE_DEVICE_FN float value(const gemm_args& p, float acc, float c, std::int64_t,
+                               std::int64_t) const {
+    if constexpr (RC) {
+      return p.alpha * acc + p.beta * c;
+    } else {
+      return p.alpha * acc;
+    }
   }
+  template <int Cnt>
+  CUFUSE_DEVICE_FN void store_extra(std::int64_t, std::int64_t, const float (&)[Cnt], int) const {}
 };
+
+/// The accumulators as they are (split-K partial tiles in the fp32 workspace).
+struct identity_epilogue {
+  static constexpr const char* name = "identity";
+  static constexpr bool loads = false;
+  static constexpr bool extra_outputs = false;
+  CUFUSE_DEVICE_FN identity_epilogue at_batch(int) const { return *this; }
+  CUFUSE_DEVICE_FN bool reads_c(const gemm_args&) const { return false; }
+  template <bool RC>
+  CUFUSE_DEVICE_FN float value(const gemm_args&, float acc, float, std::int64_t,
+                               std::int64_t) const {
+    return acc;
+  }
+  template <int Cnt>
+  CUFUSE_DEVICE_FN void store_extra(std::int64_t, std::int64_t, const float (&)[Cnt], int) const {}
+};
+
+/// C's new value at (row, col), element `i` of C (dtype `t`), reading C when the epilogue asks.
+template <class Epi>
+CUFUSE_DEVICE_FN float epilogue_at(const Epi& epi, const gemm_args& p, bool rc, float acc,
+                                   const void* c, std::int64_t i, int t, std::int64_t row,
+                                   std::int64_t col) {
+  return rc ? epi.template value<true>(p, acc, load_out(c, i, t), row, col)
+            : epi.template value<false>(p, acc, 0.0f, row, col);
+}
 
 /// The dtype code of C: `p.out_type` when `Out` is void (known at run time only), else the code
 /// of `Out` (a compile-time constant, so every branch on it folds away).
@@ -76,20 +127,24 @@ CUFUSE_DEVICE_FN unsigned pack_out16(float x, float y, int t) {
 /// range and `vec_ok` (C's base and leading dimension aligned to Cnt elements), else one by
 /// one. `Out`: C's element type when the caller dispatched on it once (void: look it up per
 /// call).
-template <int Cnt, class Epi, class Out = void>
+template <int Cnt, class Out = void, class Epi>
 CUFUSE_DEVICE_FN void store_group(const gemm_args& p, void* c, std::int64_t row, int col,
-                                  const float (&v)[Cnt], bool vec_ok, Epi epi) {
+                                  const float (&v)[Cnt], bool vec_ok, const Epi& epi) {
   static_assert(Cnt == 2 || Cnt == 4 || Cnt == 8, "cufuse: store groups are 2, 4 or 8 outputs");
   if (row >= p.m) {
     return;
   }
   const int t = out_code<Out>(p);
   const std::int64_t base = row * p.ldc + col;
+  const bool rc = epi.reads_c(p);
+  if constexpr (Epi::extra_outputs) {
+    epi.store_extra(row, col, v, ::max(0, ::min(Cnt, p.n - col)));
+  }
   if (vec_ok && col + Cnt <= p.n) {
     float r[Cnt];
     CUFUSE_UNROLL
     for (int j = 0; j < Cnt; ++j) {
-      r[j] = epi(v[j], p.alpha, p.beta, c, base + j, t);
+      r[j] = epilogue_at(epi, p, rc, v[j], c, base + j, t, row, col + j);
     }
     if (t == int(dtype::f32)) {
       float* d = static_cast<float*>(c) + base;
@@ -121,7 +176,7 @@ CUFUSE_DEVICE_FN void store_group(const gemm_args& p, void* c, std::int64_t row,
   CUFUSE_UNROLL
   for (int j = 0; j < Cnt; ++j) {
     if (col + j < p.n) {
-      store_out(c, base + j, epi(v[j], p.alpha, p.beta, c, base + j, t), t);
+      store_out(c, base + j, epilogue_at(epi, p, rc, v[j], c, base + j, t, row, col + j), t);
     }
   }
 }

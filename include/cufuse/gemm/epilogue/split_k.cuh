@@ -27,7 +27,7 @@ CUFUSE_DEVICE_FN gemm_args split_partial_args(const gemm_args& p, int cols) {
 /// epilogue and writes C: one launch per call. (Without counters, p.ws_count null, the
 /// launcher runs splitk_reduce_kernel after the GEMM instead.)
 template <int CM, int CN, int Threads, class Epi>
-CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0) {
+CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0, const Epi& epi) {
   __shared__ int last;
   if (p.ws == nullptr || p.ws_count == nullptr) { // unsplit, or reduced by a second kernel
     return;
@@ -65,7 +65,7 @@ CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0) {
   for (int g = 0; g < G; ++g) {
     const int e = tid + g * Threads, r = e / (CN / 4), q = e % (CN / 4) * 4;
     at[g] = std::int64_t(row0 + r) * p.n + (col0 + q);
-    cnt[g] = row0 + r < p.m ? max(0, min(4, p.n - (col0 + q))) : 0;
+    cnt[g] = row0 + r < p.m ? ::max(0, ::min(4, p.n - (col0 + q))) : 0;
     vec[g] = cnt[g] == 4 && p.n % 4 == 0;
     sum[g][0] = sum[g][1] = sum[g][2] = sum[g][3] = 0.0f;
   }
@@ -89,11 +89,12 @@ CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0) {
       }
     }
   }
+  const Epi eb = epi.at_batch(batch);
   CUFUSE_UNROLL
   for (int g = 0; g < G; ++g) {
     if (cnt[g] > 0) {
       const int e = tid + g * Threads;
-      store_group<4>(p, c, row0 + e / (CN / 4), col0 + e % (CN / 4) * 4, sum[g], vec_ok, Epi{});
+      store_group<4>(p, c, row0 + e / (CN / 4), col0 + e % (CN / 4) * 4, sum[g], vec_ok, eb);
     }
   }
 }
@@ -103,7 +104,7 @@ CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0) {
 /// C[b] = epilogue(sum over splits of ws[b][s]); ws is [batch][splits][m][n] fp32. For 8 and
 /// more splits, where the in-kernel fixup (one block per tile) reads too much per block.
 template <class Epi>
-__global__ void splitk_reduce_kernel(const float* ws, gemm_args p, int batch) {
+__global__ void splitk_reduce_kernel(const float* ws, gemm_args p, int batch, const Epi epi) {
   const std::int64_t mn = std::int64_t(p.m) * p.n;
   const std::int64_t total = mn * batch;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total;
@@ -118,7 +119,13 @@ __global__ void splitk_reduce_kernel(const float* ws, gemm_args p, int batch) {
     const std::int64_t row = e / p.n, col = e - row * p.n;
     void* c = static_cast<char*>(p.c) + bi * p.stride_c * (p.out_type == int(dtype::f32) ? 4 : 2);
     const std::int64_t idx = row * p.ldc + col;
-    store_out(c, idx, Epi{}(s, p.alpha, p.beta, c, idx, p.out_type), p.out_type);
+    const Epi eb = epi.at_batch(int(bi));
+    if constexpr (Epi::extra_outputs) {
+      const float v[1] = {s};
+      eb.store_extra(row, col, v, 1);
+    }
+    store_out(c, idx, epilogue_at(eb, p, eb.reads_c(p), s, c, idx, p.out_type, row, col),
+              p.out_type);
   }
 }
 

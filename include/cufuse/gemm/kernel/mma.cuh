@@ -110,10 +110,10 @@ CUFUSE_DEVICE_FN void mma_step(float (&acc)[Cfg::MI][Cfg::NI][4], const unsigned
 /// block's partial-tile arguments), `p_in`: as launched.
 /// `tid`: the thread among the block's mma_threads; `bar`: 0 when they are the whole block,
 /// else the named barrier they synchronize on (TMA tiles, whose producer warps have left).
-template <class Cfg, bool TA, bool TB, class Epi, bool Swap>
+template <class Cfg, bool TA, bool TB, bool Swap, class Epi>
 CUFUSE_DEVICE_FN void mma_epilogue(float (&acc)[Cfg::MI][Cfg::NI][4], unsigned char* smem,
                                    const gemm_args& p, const gemm_args& p_in, const block_work& w,
-                                   int tid, int bar = 0) {
+                                   const Epi& epi, int tid, int bar = 0) {
   using T = typename Cfg::element;
   constexpr int BM = Cfg::BM, BN = Cfg::BN;
   auto sync = [&] {
@@ -175,7 +175,7 @@ CUFUSE_DEVICE_FN void mma_epilogue(float (&acc)[Cfg::MI][Cfg::NI][4], unsigned c
     pc.n = p.m;
   }
   const int row0 = Swap ? w.n0 : w.m0, col0 = Swap ? w.m0 : w.n0;
-  auto store_rows = [&](auto out) {
+  auto store_rows = [&](auto out, const auto& e) {
     using Out = typename decltype(out)::type;
     constexpr int V = 16 / int(sizeof(Out));
     constexpr int per_row = CN / V, rows = Cfg::mma_threads / per_row;
@@ -194,13 +194,21 @@ CUFUSE_DEVICE_FN void mma_epilogue(float (&acc)[Cfg::MI][Cfg::NI][4], unsigned c
         v[q + 2] = x.z;
         v[q + 3] = x.w;
       }
-      store_group<V, Epi, Out>(pc, w.c, row0 + r, col0 + c0, v, aligned, Epi{});
+      store_group<V, Out>(pc, w.c, row0 + r, col0 + c0, v, aligned, e);
     }
   };
-  if (Cfg::tf32 || p.out_type == int(dtype::f32)) {
-    store_rows(std::type_identity<float>{});
-  } else if constexpr (!Cfg::tf32) {
-    store_rows(std::type_identity<T>{});
+  // A split block writes raw partial sums to the workspace (`p` is then not `p_in`).
+  auto by_type = [&](const auto& e) {
+    if (Cfg::tf32 || p.out_type == int(dtype::f32)) {
+      store_rows(std::type_identity<float>{}, e);
+    } else if constexpr (!Cfg::tf32) {
+      store_rows(std::type_identity<T>{}, e);
+    }
+  };
+  if (Cfg::splits > 1 && p_in.ws != nullptr) {
+    by_type(identity_epilogue{});
+  } else {
+    by_type(epi.at_batch(w.batch));
   }
   if constexpr (Cfg::splits > 1) {
     gemm_args rc = p_in; // C as stored
@@ -209,14 +217,15 @@ CUFUSE_DEVICE_FN void mma_epilogue(float (&acc)[Cfg::MI][Cfg::NI][4], unsigned c
       rc.n = p_in.m;
     }
     static_assert(!Cfg::tma, "cufuse: TMA mma tiles have no split-K");
-    splitk_fixup<CM, CN, Cfg::threads, Epi>(rc, row0, col0);
+    splitk_fixup<CM, CN, Cfg::threads>(rc, row0, col0, epi);
   }
 }
 
 /// Swap: `p` describes C^T = op(B)^T op(A)^T (operands, m / n and their strides exchanged by
 /// the launcher) and the kernel writes C as stored (TF32 NN runs as TT: see kernel_of).
 template <class Cfg, bool TA, bool TB, class Epi, bool Swap = false>
-__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel(gemm_args p_in) {
+__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
+    mma_gemm_kernel(gemm_args p_in, const Epi epi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using T = typename Cfg::element;
   // Split-K blocks write partial tiles of C as stored (n x m under Swap) to the workspace
@@ -329,7 +338,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) mma_gemm_kernel
   run_k_tiles<S>(interior_mn, (w.k_end - w.k_begin) / BK, tiles, tile);
   cp_async_wait<0>();
 
-  mma_epilogue<Cfg, TA, TB, Epi, Swap>(acc, mma_smem, p, p_in, w, tid);
+  mma_epilogue<Cfg, TA, TB, Swap>(acc, mma_smem, p, p_in, w, epi, tid);
 #else
   __trap(); // never launched: the host checks the kernel's binary architecture first
 #endif

@@ -25,7 +25,7 @@ namespace cufuse::gemm_detail {
 template <class Cfg, bool TA, class Epi, bool Swap = false>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     mma_tma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
-                        const __grid_constant__ CUtensorMap map_b, gemm_args p) {
+                        const __grid_constant__ CUtensorMap map_b, gemm_args p, const Epi epi) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(Cfg::tma && Cfg::tf32, "cufuse: mma_tma_gemm_kernel runs TMA TF32 tiles");
   using T = float;
@@ -135,11 +135,12 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   }
   // Every copy the producer issued was waited on here, so the ring is free for the epilogue's
   // staging once every mma warp is done reading (its first barrier: named, mma warps only).
-  mma_epilogue<Cfg, TA, TB, Epi, Swap>(acc, base, p, p, w, mtid, 1);
+  mma_epilogue<Cfg, TA, TB, Swap>(acc, base, p, p, w, epi, mtid, 1);
 #else
   (void)map_a;
   (void)map_b;
   (void)p;
+  (void)epi;
   __trap(); // never launched: the host checks the kernel's binary architecture first
 #endif
 }

@@ -164,10 +164,11 @@ CUFUSE_DEVICE_FN void simt_tile_fma(const float* ca, const float* cb, int tx, in
   }
 }
 
-/// Writes a SIMT thread's outputs through the epilogue, four columns at a time.
+/// Writes a SIMT thread's outputs through the epilogue `e` (of the block's batch), four columns
+/// at a time.
 template <class Cfg, class Epi>
-CUFUSE_DEVICE_FN void simt_store(const gemm_args& p, const block_work& w, int tx, int ty,
-                                 const float (&acc)[Cfg::TM][Cfg::TN]) {
+CUFUSE_DEVICE_FN void simt_store_with(const gemm_args& p, const block_work& w, int tx, int ty,
+                                      const float (&acc)[Cfg::TM][Cfg::TN], const Epi& e) {
   CUFUSE_UNROLL
   for (int r = 0; r < Cfg::RM; ++r) {
     CUFUSE_UNROLL
@@ -178,14 +179,28 @@ CUFUSE_DEVICE_FN void simt_store(const gemm_args& p, const block_work& w, int tx
         const int col = w.n0 + c * (Cfg::BN / Cfg::RN) + tx * 4;
         const float v[4] = {acc[r * 4 + i][c * 4 + 0], acc[r * 4 + i][c * 4 + 1],
                             acc[r * 4 + i][c * 4 + 2], acc[r * 4 + i][c * 4 + 3]};
-        store_group<4>(p, w.c, row, col, v, w.vec_ok, Epi{});
+        store_group<4>(p, w.c, row, col, v, w.vec_ok, e);
       }
     }
   }
 }
 
+/// The SIMT store of a block: raw partial sums (a split block writing the workspace: `p` is not
+/// `p_in`) or the epilogue's values.
+template <class Cfg, class Epi>
+CUFUSE_DEVICE_FN void simt_store(const gemm_args& p, const gemm_args& p_in, const block_work& w,
+                                 int tx, int ty, const float (&acc)[Cfg::TM][Cfg::TN],
+                                 const Epi& epi) {
+  if (Cfg::splits > 1 && p_in.ws != nullptr) {
+    simt_store_with<Cfg>(p, w, tx, ty, acc, identity_epilogue{});
+  } else {
+    simt_store_with<Cfg>(p, w, tx, ty, acc, epi.at_batch(w.batch));
+  }
+}
+
 template <class Cfg, bool TA, bool TB, class Epi>
-__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) simt_gemm_kernel(gemm_args p_in) {
+__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
+    simt_gemm_kernel(gemm_args p_in, const Epi epi) {
   using T = typename Cfg::element;
   const gemm_args p =
       Cfg::splits > 1 && p_in.ws != nullptr ? split_partial_args(p_in, p_in.n) : p_in;
@@ -236,9 +251,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks) simt_gemm_kerne
     __syncthreads();
   }
 
-  simt_store<Cfg, Epi>(p, w, tx, ty, acc);
+  simt_store<Cfg>(p, p_in, w, tx, ty, acc, epi);
   if constexpr (Cfg::splits > 1) {
-    splitk_fixup<BM, BN, Cfg::threads, Epi>(p_in, w.m0, w.n0);
+    splitk_fixup<BM, BN, Cfg::threads>(p_in, w.m0, w.n0, epi);
   }
 }
 
@@ -335,7 +350,7 @@ struct simt_copier {
           const bool ok = mn + i * R < mn_left && k + j * KW < k_left;
           cp_async4_at(d, ok ? row + j * KW : any, ok ? 4 : 0);
         } else {
-          const int valid = k + j * R < k_left ? max(0, min(4, mn_left - mn)) : 0;
+          const int valid = k + j * R < k_left ? ::max(0, ::min(4, mn_left - mn)) : 0;
           cp_async16_at(d, valid > 0 ? row + j * step : any, valid * 4);
         }
       }
@@ -349,7 +364,7 @@ struct simt_copier {
 /// time; both land as [BK][MN + 4] for simt_tile_fma.
 template <class Cfg, bool TA, bool TB, class Epi>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
-    simt_async_gemm_kernel(gemm_args p) {
+    simt_async_gemm_kernel(gemm_args p, const Epi epi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   static_assert(Cfg::splits == 1, "cufuse: the cp.async SIMT kernel has no split-K form");
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
@@ -439,7 +454,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   };
   run_k_tiles<S>(w.m0 + BM <= p.m && w.n0 + BN <= p.n, (w.k_end - w.k_begin) / BK, tiles, tile);
   cp_async_wait<0>();
-  simt_store<Cfg, Epi>(p, w, tx, ty, acc);
+  simt_store<Cfg>(p, p, w, tx, ty, acc, epi);
 #else
   __trap(); // never launched: the host checks the kernel's binary architecture first
 #endif

@@ -103,7 +103,7 @@ template <class Cfg, bool TA, bool TB, class Epi, bool SwapC = false>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_b,
-                      const __grid_constant__ CUtensorMap map_c, gemm_args p) {
+                      const __grid_constant__ CUtensorMap map_c, gemm_args p, const Epi epi) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = typename Cfg::element;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
@@ -227,7 +227,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   // `ch` (SwapC: 32 C rows, two 32 x 32 boxes). Chunk c of the tile has buffer (epi_n + c) % EB.
   // The first EB loads go out before the tile's main loop, so they land under it; with two
   // buffers each chunk then loads the next one as soon as that buffer's last store has read it.
-  const bool read_c = p.epi_tma && p.beta != 0.0f;
+  const bool read_c = p.epi_tma && epi.reads_c(p);
+  const int c_rows = SwapC ? p.n : p.m, c_cols = SwapC ? p.m : p.n; // C as stored
   const int cw_cols = SwapC ? 32 : 128 / (p.out_type == int(dtype::f32) ? 4 : 2);
   const int chunks = MA * (BN / cw_cols);
   // Loads chunk c of the tile at `w` into the buffer of the warpgroup's chunk number `n` and
@@ -251,6 +252,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     const int batch = tile / tiles;
     const block_work w = locate_tile<BM, BN, int(sizeof(T)), 2>(p, tile - batch * tiles, batch);
     const int bc = p.stride_c != 0 ? batch : 0;
+    const Epi eb = epi.at_batch(batch);
     if (read_c && epi_leader) {
       bulk_wait_read<0>(); // the previous tile's last stores have read their buffers
       for (int c = 0; c < EB && c < chunks; ++c) {
@@ -378,30 +380,48 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
         named_barrier(epi_bar, 128);
         ++epi_n;
       };
-      // The epilogue of two accumulators, written to shared memory at `addr` as one 32-bit pair
-      // of 16-bit elements or two floats; RC: their C values sit there (beta != 0). beta = 0 is
-      // a separate instantiation, so its stores carry no C arithmetic (with a run-time beta,
-      // FP16 4096x4096x128 ran 18% slower).
-      auto out16 = [&](auto with_c, int ma, int e0, int e1, unsigned addr) {
-        if constexpr (decltype(with_c)::value) {
-          const unsigned c = ld_shared_b32(addr); // C's pair, as stored
-          return pack_out16(Epi{}(acc[ma][e0], p.alpha, p.beta, &c, 0, p.out_type),
-                            Epi{}(acc[ma][e1], p.alpha, p.beta, &c, 1, p.out_type), p.out_type);
-        } else {
-          return pack_out16(Epi{}(acc[ma][e0], p.alpha, 0.0f, nullptr, 0, 0),
-                            Epi{}(acc[ma][e1], p.alpha, 0.0f, nullptr, 0, 0), p.out_type);
+      // The epilogue of accumulators e0, e1 of atom ma, at C's (row, col) and (row, col + 1),
+      // written to shared memory at `addr` as one 32-bit pair of 16-bit elements or two floats;
+      // RC: C's values sit there (the epilogue reads C). Reading no C is a separate
+      // instantiation, so its stores carry no C arithmetic (with a run-time beta, FP16
+      // 4096x4096x128 ran 18% slower).
+      auto val = [&](auto with_c, int ma, int e, float c, std::int64_t row, std::int64_t col) {
+        if constexpr (Epi::loads) { // TMA clips what lies outside C; the epilogue must not read
+          if (row >= c_rows || col >= c_cols) {
+            return 0.0f;
+          }
+        }
+        return eb.template value<decltype(with_c)::value>(p, acc[ma][e], c, row, col);
+      };
+      auto extra = [&](int ma, int e0, int e1, std::int64_t row, std::int64_t col) {
+        if constexpr (Epi::extra_outputs) {
+          if (row < c_rows) {
+            const float v[2] = {acc[ma][e0], acc[ma][e1]};
+            eb.store_extra(row, col, v, ::max(0, ::min(2, int(c_cols - col))));
+          }
         }
       };
-      auto st_out32 = [&](auto with_c, int ma, int e0, int e1, unsigned addr) {
+      auto out16 = [&](auto with_c, int ma, int e0, int e1, unsigned addr, std::int64_t row,
+                       std::int64_t col) {
+        extra(ma, e0, e1, row, col);
+        float c[2] = {0.0f, 0.0f};
         if constexpr (decltype(with_c)::value) {
-          float c[2];
-          ld_shared_f32x2(addr, c[0], c[1]);
-          st_shared_f32x2(addr, Epi{}(acc[ma][e0], p.alpha, p.beta, c, 0, int(dtype::f32)),
-                          Epi{}(acc[ma][e1], p.alpha, p.beta, c, 1, int(dtype::f32)));
-        } else {
-          st_shared_f32x2(addr, Epi{}(acc[ma][e0], p.alpha, 0.0f, nullptr, 0, 0),
-                          Epi{}(acc[ma][e1], p.alpha, 0.0f, nullptr, 0, 0));
+          const unsigned pair = ld_shared_b32(addr); // C's pair, as stored
+          c[0] = load_out(&pair, 0, p.out_type);
+          c[1] = load_out(&pair, 1, p.out_type);
         }
+        return pack_out16(val(with_c, ma, e0, c[0], row, col),
+                          val(with_c, ma, e1, c[1], row, col + 1), p.out_type);
+      };
+      auto st_out32 = [&](auto with_c, int ma, int e0, int e1, unsigned addr, std::int64_t row,
+                          std::int64_t col) {
+        extra(ma, e0, e1, row, col);
+        float c[2] = {0.0f, 0.0f};
+        if constexpr (decltype(with_c)::value) {
+          ld_shared_f32x2(addr, c[0], c[1]);
+        }
+        st_shared_f32x2(addr, val(with_c, ma, e0, c[0], row, col),
+                        val(with_c, ma, e1, c[1], row, col + 1));
       };
       auto store_tiles = [&](auto out_size, auto with_c) {
         [[maybe_unused]] constexpr int OS = decltype(out_size)::value; // bytes per C element
@@ -421,8 +441,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
               CUFUSE_UNROLL
               for (int jj = 0; jj < 4; ++jj) {
                 const int j = ch * 4 + jj, c = jj * 8 + 2 * q;
-                st_out32(with_c, ma, j * 4 + 0, j * 4 + 2, buf + off(c));
-                st_out32(with_c, ma, j * 4 + 1, j * 4 + 3, buf + off(c + 1));
+                const std::int64_t row = w.n0 + ch * 32 + c, col = w.m0 + r0 + rs_row;
+                st_out32(with_c, ma, j * 4 + 0, j * 4 + 2, buf + off(c), row, col);
+                st_out32(with_c, ma, j * 4 + 1, j * 4 + 3, buf + off(c + 1), row + 1, col);
               }
               end_chunk();
               if (epi_leader) {
@@ -443,17 +464,19 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
               CUFUSE_UNROLL
               for (int jj = 0; jj < CW / 8; ++jj) {
                 const int j = ch * (CW / 8) + jj;
+                const std::int64_t row_a = w.m0 + r0 + ra, row_b = w.m0 + r0 + rb;
+                const std::int64_t col = w.n0 + j * 8 + 2 * q;
                 if constexpr (OS == 2) {
                   const unsigned lo = buf + unsigned(ra * 128 + ((jj ^ (ra & 7)) << 4) + 4 * q);
                   const unsigned hi = buf + unsigned(rb * 128 + ((jj ^ (rb & 7)) << 4) + 4 * q);
-                  st_shared_b32(lo, out16(with_c, ma, j * 4 + 0, j * 4 + 1, lo));
-                  st_shared_b32(hi, out16(with_c, ma, j * 4 + 2, j * 4 + 3, hi));
+                  st_shared_b32(lo, out16(with_c, ma, j * 4 + 0, j * 4 + 1, lo, row_a, col));
+                  st_shared_b32(hi, out16(with_c, ma, j * 4 + 2, j * 4 + 3, hi, row_b, col));
                 } else {
                   const int u = 2 * jj + (q >> 1), within = (q & 1) * 8;
                   st_out32(with_c, ma, j * 4 + 0, j * 4 + 1,
-                           buf + unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within));
+                           buf + unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within), row_a, col);
                   st_out32(with_c, ma, j * 4 + 2, j * 4 + 3,
-                           buf + unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within));
+                           buf + unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within), row_b, col);
                 }
               }
               end_chunk();
@@ -494,13 +517,13 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
             pc.n = p.m;
             const float c0[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 2]};
             const float c1[2] = {acc[ma][j * 4 + 1], acc[ma][j * 4 + 3]};
-            store_group<2>(pc, w.c, col, int(r), c0, w.vec_ok, Epi{});
-            store_group<2>(pc, w.c, col + 1, int(r), c1, w.vec_ok, Epi{});
+            store_group<2>(pc, w.c, col, int(r), c0, w.vec_ok, eb);
+            store_group<2>(pc, w.c, col + 1, int(r), c1, w.vec_ok, eb);
           } else {
             const float lo[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 1]};
             const float hi[2] = {acc[ma][j * 4 + 2], acc[ma][j * 4 + 3]};
-            store_group<2>(p, w.c, r, col, lo, w.vec_ok, Epi{});
-            store_group<2>(p, w.c, r_hi, col, hi, w.vec_ok, Epi{});
+            store_group<2>(p, w.c, r, col, lo, w.vec_ok, eb);
+            store_group<2>(p, w.c, r_hi, col, hi, w.vec_ok, eb);
           }
         }
       }
@@ -514,6 +537,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   (void)map_b;
   (void)map_c;
   (void)p;
+  (void)epi;
   __trap(); // never launched: the host checks the kernel's binary architecture first
 #endif
 }

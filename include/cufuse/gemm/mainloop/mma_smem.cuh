@@ -105,7 +105,7 @@ CUFUSE_DEVICE_FN void mma_load_tile(typename Cfg::element* s, const typename Cfg
     const int k = KContig ? k0 + c : k0 + r;
     const bool row_ok = KContig ? mn < mn_end : k < k_end;
     const int left = KContig ? k_end - k : mn_end - mn;
-    const int valid = row_ok ? max(0, min(E, left)) : 0;
+    const int valid = row_ok ? ::max(0, ::min(E, left)) : 0;
     const T* src =
         valid > 0 ? g + (KContig ? std::int64_t(mn) * ld + k : std::int64_t(k) * ld + mn) : g;
     cp_async16(s + swz<row_len, E, tf32_mn>(r, c), src, valid * int(sizeof(T)));

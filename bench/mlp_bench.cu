@@ -1,0 +1,206 @@
+// GEMM epilogues from expressions, and the transformer MLP block built on them, against cuBLAS
+// in the same process (PyTorch eager and torch.compile: bench/torch_mlp.py, same shapes).
+//
+//   gemm_bias_gelu   Y = gelu_tanh(X W^T + b), bf16 (and fp32 with TF32 math)
+//   gemm_bias_relu_res  Y = relu(X W^T + b) + R, bf16
+//   mlp              y = x + W2 gelu_tanh(W1 layer_norm(x) + b1) + b2, bf16
+//
+// For each, cuBLAS's GEMM(s) alone (no epilogue: the floor the fused versions are measured
+// against), cufuse's plain GEMM(s) and cufuse with the epilogue fused. cufuse's times are the
+// best over the variants the call can run (each timed; what cufuse-tune would store), the
+// chosen variant named. Medians of CUDA-event timings; --out writes JSON.
+#include "timing.cuh"
+
+#include <cublas_gemm.hpp>
+#include <cufuse/cufuse.cuh>
+#include <cufuse/gemm.cuh>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+using cufuse::index_t;
+
+struct row {
+  std::string workload, dtype, what, variant;
+  double ms;
+};
+std::vector<row> rows;
+
+void report(const std::string& workload, const std::string& dtype, const std::string& what,
+            double ms, const std::string& variant = "") {
+  rows.push_back({workload, dtype, what, variant, ms});
+  std::printf("%-34s %-5s %-28s %9.4f ms  %s\n", workload.c_str(), dtype.c_str(), what.c_str(), ms,
+              variant.c_str());
+  std::fflush(stdout);
+}
+
+template <class T>
+void fill(cufuse::tensor<T, 2>& t, float scale, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<T> h(static_cast<std::size_t>(t.size()));
+  for (auto& x : h) {
+    x = T(u(rng));
+  }
+  t.upload(h);
+}
+template <class T>
+void fill(cufuse::tensor<T, 1>& t, float scale, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-scale, scale);
+  std::vector<T> h(static_cast<std::size_t>(t.size()));
+  for (auto& x : h) {
+    x = T(u(rng));
+  }
+  t.upload(h);
+}
+
+/// The fastest of `names` for `run(name)` (median of each), and its time.
+std::pair<std::string, double> best_of(const std::vector<std::string>& names,
+                                       const std::function<void(const std::string&)>& run,
+                                       bench::timer& tm) {
+  std::pair<std::string, double> best{"", std::numeric_limits<double>::infinity()};
+  for (const std::string& v : names) {
+    const double ms = tm.median_ms([&] { run(v); }, 15);
+    if (ms < best.second) {
+      best = {v, ms};
+    }
+  }
+  return best;
+}
+
+cufuse::gemm_options with_variant(cufuse::gemm_options o, const std::string& v) {
+  o.variant = v;
+  return o;
+}
+
+/// Y = epilogue(X W^T) against cuBLAS X W^T alone and cufuse's plain X W^T.
+template <class T, class E>
+void gemm_epilogue(const std::string& workload, const char* dtype, index_t m, index_t n, index_t k,
+                   cufuse::gemm_math math, cublasHandle_t h, bench::timer& tm, const E& make_epi,
+                   std::mt19937& rng) {
+  cufuse::tensor<T, 2> x({m, k}), w({n, k}), y({m, n}), r({m, n});
+  cufuse::tensor<T, 1> b({n});
+  fill(x, 1.0f, rng);
+  fill(w, 0.05f, rng);
+  fill(b, 0.5f, rng);
+  fill(r, 1.0f, rng);
+  cufuse::gemm_options opt;
+  opt.math = math;
+  const auto wt = cufuse::transpose(w.view());
+  const cufuse::gemm_problem p = cufuse::tuning::problem(x, wt, y, 1.0f, 0.0f, opt);
+  report(workload, dtype, "cuBLAS GEMM alone",
+         tm.median_ms([&] { cufuse_tools::cublas_gemm(h, p, cufuse::current_stream()); }));
+  const auto plain = best_of(
+      cufuse::gemm_variants(x, wt, y, opt),
+      [&](const std::string& v) {
+        cufuse::gemm(x, wt, y, 1.0f, 0.0f, cufuse::current_stream(), with_variant(opt, v));
+      },
+      tm);
+  report(workload, dtype, "cufuse GEMM alone", plain.second, plain.first);
+  const auto epi = make_epi(b, r);
+  const auto fused = best_of(
+      cufuse::tuning::epilogue_variants(x, wt, y, epi, opt),
+      [&](const std::string& v) { cufuse::gemm(x, wt, y, epi, with_variant(opt, v)); }, tm);
+  report(workload, dtype, "cufuse GEMM + epilogue", fused.second, fused.first);
+}
+
+void mlp(index_t tokens, index_t d, index_t hid, cublasHandle_t h, bench::timer& tm,
+         std::mt19937& rng) {
+  const std::string workload =
+      "mlp " + std::to_string(tokens) + " tok d " + std::to_string(d) + " h " + std::to_string(hid);
+  cufuse::tensor<bf16, 2> x({tokens, d}), w1({hid, d}), w2({d, hid}), xn({tokens, d}),
+      hh({tokens, hid}), y({tokens, d});
+  cufuse::tensor<bf16, 1> g({d}), beta({d}), b1({hid}), b2({d});
+  fill(x, 1.0f, rng);
+  fill(w1, 0.05f, rng);
+  fill(w2, 0.03f, rng);
+  fill(g, 1.0f, rng);
+  fill(beta, 0.5f, rng);
+  fill(b1, 0.5f, rng);
+  fill(b2, 0.5f, rng);
+  const auto w1t = cufuse::transpose(w1.view());
+  const auto w2t = cufuse::transpose(w2.view());
+  const cufuse::gemm_problem p1 = cufuse::tuning::problem(xn, w1t, hh);
+  const cufuse::gemm_problem p2 = cufuse::tuning::problem(hh, w2t, y);
+  report(workload, "bf16", "cuBLAS GEMMs alone", tm.median_ms([&] {
+    cufuse_tools::cublas_gemm(h, p1, cufuse::current_stream());
+    cufuse_tools::cublas_gemm(h, p2, cufuse::current_stream());
+  }));
+  report(workload, "bf16", "cufuse layer_norm alone",
+         tm.median_ms([&] { xn = cufuse::layer_norm(x, g, beta, 1e-5f); }));
+  const auto e1 = cufuse::gelu_tanh(cufuse::acc + b1);
+  const auto e2 = cufuse::acc + b2 + x;
+  const auto v1 = best_of(
+      cufuse::tuning::epilogue_variants(xn, w1t, hh, e1),
+      [&](const std::string& v) { cufuse::gemm(xn, w1t, hh, e1, with_variant({}, v)); }, tm);
+  const auto v2 = best_of(
+      cufuse::tuning::epilogue_variants(hh, w2t, y, e2),
+      [&](const std::string& v) { cufuse::gemm(hh, w2t, y, e2, with_variant({}, v)); }, tm);
+  const auto o1 = with_variant({}, v1.first), o2 = with_variant({}, v2.first);
+  report(workload, "bf16", "cufuse 2 fused GEMMs", tm.median_ms([&] {
+    cufuse::gemm(xn, w1t, hh, e1, o1);
+    cufuse::gemm(hh, w2t, y, e2, o2);
+  }),
+         v1.first + " + " + v2.first);
+  report(workload, "bf16", "cufuse block (LN + 2 GEMMs)", tm.median_ms([&] {
+    xn = cufuse::layer_norm(x, g, beta, 1e-5f);
+    cufuse::gemm(xn, w1t, hh, e1, o1);
+    cufuse::gemm(hh, w2t, y, e2, o2);
+  }));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const char* out = nullptr;
+  bool big = true;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+      out = argv[++i];
+    } else if (std::strcmp(argv[i], "--small") == 0) {
+      big = false;
+    }
+  }
+  cudaDeviceProp prop{};
+  BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s\n", prop.name);
+  cublasHandle_t h;
+  cufuse_tools::check_cublas(cublasCreate(&h), "cublasCreate");
+  bench::timer tm;
+  std::mt19937 rng(1);
+  gemm_epilogue<bf16>(
+      "gemm+bias+gelu 4096x4096x1024", "bf16", 4096, 4096, 1024, cufuse::gemm_math::fp32, h, tm,
+      [](const auto& b, const auto&) { return cufuse::gelu_tanh(cufuse::acc + b); }, rng);
+  gemm_epilogue<float>(
+      "gemm+bias+gelu 4096x4096x1024", "tf32", 4096, 4096, 1024, cufuse::gemm_math::tf32, h, tm,
+      [](const auto& b, const auto&) { return cufuse::gelu_tanh(cufuse::acc + b); }, rng);
+  gemm_epilogue<bf16>(
+      "gemm+bias+relu+res 4096x4096x1024", "bf16", 4096, 4096, 1024, cufuse::gemm_math::fp32, h, tm,
+      [](const auto& b, const auto& r) { return cufuse::relu(cufuse::acc + b) + r; }, rng);
+  mlp(8192, 1024, 4096, h, tm, rng);
+  if (big) {
+    mlp(16384, 4096, 16384, h, tm, rng);
+  }
+  cublasDestroy(h);
+  if (out != nullptr) {
+    FILE* f = std::fopen(out, "w");
+    std::fprintf(f, "{\"device\": \"%s\", \"rows\": [\n", prop.name);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      std::fprintf(f,
+                   "  {\"workload\": \"%s\", \"dtype\": \"%s\", \"what\": \"%s\", \"variant\": "
+                   "\"%s\", \"ms\": %.6f}%s\n",
+                   rows[i].workload.c_str(), rows[i].dtype.c_str(), rows[i].what.c_str(),
+                   rows[i].variant.c_str(), rows[i].ms, i + 1 < rows.size() ? "," : "");
+    }
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
+  return 0;
+}

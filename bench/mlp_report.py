@@ -1,0 +1,38 @@
+"""Table of bench/mlp_bench.cu and bench/torch_mlp.py results (same device call): per workload,
+each contender's time and its ratio to cuBLAS's GEMM(s) alone. Usage:
+  python3 bench/mlp_report.py cufuse.json torch.json out_prefix   (writes out_prefix.md/.json)
+"""
+import json
+import sys
+
+
+def main():
+    cu = json.load(open(sys.argv[1]))
+    try:
+        th = json.load(open(sys.argv[2]))
+    except (OSError, ValueError):
+        th = {"rows": []}
+    rows = cu["rows"] + th["rows"]
+    order = []
+    for r in rows:
+        key = (r["workload"], r["dtype"])
+        if key not in order:
+            order.append(key)
+    lines = [f"Device: {cu['device']} (cuBLAS, cufuse and PyTorch in the same device call)", "",
+             "| workload | dtype | contender | ms | x cuBLAS GEMM(s) alone | variant |",
+             "|---|---|---|---|---|---|"]
+    for key in order:
+        group = [r for r in rows if (r["workload"], r["dtype"]) == key]
+        base = [r["ms"] for r in group if r["what"].startswith("cuBLAS")]
+        for r in group:
+            ratio = f"{r['ms'] / base[0]:.3f}" if base else ""
+            lines.append(f"| {key[0]} | {key[1]} | {r['what']} | {r['ms']:.4f} | {ratio} | "
+                         f"{r.get('variant', '')} |")
+    text = "\n".join(lines) + "\n"
+    open(sys.argv[3] + ".md", "w").write(text)
+    json.dump({"device": cu["device"], "rows": rows}, open(sys.argv[3] + ".json", "w"), indent=1)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

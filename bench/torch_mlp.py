@@ -1,0 +1,84 @@
+"""PyTorch peers of bench/mlp_bench.cu: eager and torch.compile, same shapes, CUDA-event medians.
+
+Writes JSON rows {workload, dtype, what, ms} (what: "torch eager" / "torch.compile").
+"""
+import argparse
+import json
+
+import torch
+import torch.nn.functional as F
+
+
+def median_ms(fn, reps=30):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out")
+    ap.add_argument("--small", action="store_true")
+    args = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    rows = []
+
+    def run(workload, dtype, fn, *inputs):
+        eager = median_ms(lambda: fn(*inputs))
+        comp = torch.compile(fn)
+        compiled = median_ms(lambda: comp(*inputs))
+        for what, ms in (("torch eager", eager), ("torch.compile", compiled)):
+            rows.append({"workload": workload, "dtype": dtype, "what": what, "ms": ms})
+            print(f"{workload:34s} {dtype:5s} {what:28s} {ms:9.4f} ms", flush=True)
+
+    dev = "cuda"
+    m, n, k = 4096, 4096, 1024
+    for dtype, tname in ((torch.bfloat16, "bf16"), (torch.float32, "tf32")):
+        torch.backends.cuda.matmul.allow_tf32 = tname == "tf32"
+        x = torch.randn(m, k, device=dev, dtype=dtype)
+        w = torch.randn(n, k, device=dev, dtype=dtype) * 0.05
+        b = torch.randn(n, device=dev, dtype=dtype) * 0.5
+        run("gemm+bias+gelu 4096x4096x1024", tname,
+            lambda x, w, b: F.gelu(F.linear(x, w, b), approximate="tanh"), x, w, b)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(n, k, device=dev, dtype=torch.bfloat16) * 0.05
+    b = torch.randn(n, device=dev, dtype=torch.bfloat16) * 0.5
+    r = torch.randn(m, n, device=dev, dtype=torch.bfloat16)
+    run("gemm+bias+relu+res 4096x4096x1024", "bf16",
+        lambda x, w, b, r: F.relu(F.linear(x, w, b)) + r, x, w, b, r)
+
+    def block(x, g, beta, w1, b1, w2, b2):
+        xn = F.layer_norm(x, (x.shape[-1],), g, beta, 1e-5)
+        return x + F.linear(F.gelu(F.linear(xn, w1, b1), approximate="tanh"), w2, b2)
+
+    shapes = [(8192, 1024, 4096)] + ([] if args.small else [(16384, 4096, 16384)])
+    for tokens, d, h in shapes:
+        bf = torch.bfloat16
+        x = torch.randn(tokens, d, device=dev, dtype=bf)
+        g = torch.randn(d, device=dev, dtype=bf)
+        beta = torch.randn(d, device=dev, dtype=bf) * 0.5
+        w1 = torch.randn(h, d, device=dev, dtype=bf) * 0.05
+        b1 = torch.randn(h, device=dev, dtype=bf) * 0.5
+        w2 = torch.randn(d, h, device=dev, dtype=bf) * 0.03
+        b2 = torch.randn(d, device=dev, dtype=bf) * 0.5
+        with torch.no_grad():
+            run(f"mlp {tokens} tok d {d} h {h}", "bf16", block, x, g, beta, w1, b1, w2, b2)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

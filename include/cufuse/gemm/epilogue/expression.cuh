@@ -1,0 +1,463 @@
+/// \file GEMM epilogues written as expressions: `cufuse::gemm(A, W, Y, gelu_tanh(acc + bias))`.
+/// The placeholder `cufuse::acc` stands for the fp32 accumulator of op(A) op(B) at each output
+/// element; the expression is applied in registers before the one store, in every kernel family
+/// (the epilogue interface of gemm/epilogue/linear_combination.cuh). The kernels for an
+/// epilogue type are instantiated in the file that calls gemm with it (no JIT), for the
+/// configurations listed in `fused_configs` below; libcufuse validates, tunes and launches them.
+///
+/// Included by <cufuse/gemm.cuh>.
+#pragma once
+
+#include "../../eval/multi.cuh"
+#include "../../expr/functions.cuh"
+#include "../../expr/operators.cuh"
+#include "../../gemm.cuh"
+#include "../fused.hpp"
+#include "../launch.cuh"
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+namespace cufuse {
+
+/// The type of the accumulator placeholder `cufuse::acc`: fp32, and a dimensioned float tensor
+/// in promotion (`acc + bf16_bias` computes in float); it has the output's shape. In namespace
+/// cufuse, so that `2.0f * acc` finds cufuse's operators.
+struct accumulator {
+  using value_type = float;
+  using promo_type = float;
+  using space = any_space;
+  using compute_type = float;
+  static constexpr int rank = 0;
+  static constexpr bool is_cufuse_node = true;
+  static constexpr int min_element_size = 4;
+  static constexpr int leaf_count = 0;
+
+  template <class Ctx>
+  CUFUSE_INLINE float eval_in(const Ctx& c) const {
+    return c.acc;
+  }
+};
+
+namespace detail {
+
+/// Where an epilogue is evaluated: the accumulator and its position in C as stored.
+struct epi_pos {
+  float acc;
+  std::int64_t row, col;
+};
+
+/// A leaf of an epilogue, bound to the output's [batch, rows, cols] (stride 0 where it repeats).
+template <class T, class Promo>
+struct epi_leaf {
+  using value_type = std::remove_const_t<T>;
+  using promo_type = Promo;
+  using space = any_space;
+  using compute_type = opmath_t<value_type>;
+  static constexpr int rank = 0;
+  static constexpr bool is_cufuse_node = true;
+  static constexpr int min_element_size = int(sizeof(value_type));
+  static constexpr int leaf_count = 1;
+
+  T* ptr;
+  index_t sb, sr, sc;
+
+  CUFUSE_INLINE compute_type eval_in(const epi_pos& p) const {
+    return convert<compute_type>(ptr[p.row * sr + p.col * sc]);
+  }
+};
+
+template <class N>
+inline constexpr bool mentions_acc_v = std::is_same_v<N, accumulator>;
+template <class Op, class... Args>
+inline constexpr bool mentions_acc_v<map_node<Op, Args...>> = (mentions_acc_v<Args> || ...);
+
+/// Every node an epilogue may hold: acc, scalars, leaves and maps of them.
+template <class N>
+inline constexpr bool epilogue_node_v = std::is_same_v<N, accumulator> || is_leaf_node_v<N>;
+template <class S>
+inline constexpr bool epilogue_node_v<scalar_node<S>> = true;
+template <class Op, class... Args>
+inline constexpr bool epilogue_node_v<map_node<Op, Args...>> = (epilogue_node_v<Args> && ...);
+
+/// `n` with each leaf bound to the output's shape `out` ([batch, rows, cols]); throws
+/// shape_error naming the shapes when a leaf does not broadcast to it.
+template <class N>
+auto bind_epilogue(const N& n, const extents<3>& out, int out_rank) {
+  if constexpr (is_leaf_node_v<N>) {
+    using T = std::remove_pointer_t<decltype(n.ptr)>;
+    constexpr int L = N::rank;
+    static_assert(!std::is_same_v<typename N::space, host_space>,
+                  "cufuse::gemm: an epilogue runs on the GPU; it cannot read a host tensor");
+    static_assert(L <= 3, "cufuse::gemm: an epilogue's tensors have rank 0 to 3");
+    index_t st[3] = {0, 0, 0};
+    bool ok = L <= out_rank;
+    for (int d = 3 - out_rank; d < 3 && ok; ++d) {
+      const int ld = d - (3 - L);
+      if (ld < 0) {
+        continue;
+      }
+      if (n.shp[ld] == out[d]) {
+        st[d] = out[d] == 1 ? 0 : n.str[ld];
+      } else if (n.shp[ld] != 1) {
+        ok = false;
+      }
+    }
+    if (!ok) {
+      std::string o = "[";
+      for (int d = 3 - out_rank; d < 3; ++d) {
+        o += (d > 3 - out_rank ? ", " : "") + std::to_string(out[d]);
+      }
+      throw shape_error("cufuse::gemm: an epilogue operand of shape " + n.shp.to_string() +
+                        " does not broadcast to the output's shape " + o + "]");
+    }
+    return epi_leaf<T, typename N::promo_type>{n.ptr, st[0], st[1], st[2]};
+  } else if constexpr (map_arity<N>::value > 0) {
+    return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      using bound =
+          map_node<typename N::op_type, decltype(bind_epilogue(get<Is>(n.args), out, out_rank))...>;
+      return bound{n.op, make_pack(bind_epilogue(get<Is>(n.args), out, out_rank)...)};
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  } else {
+    return n;
+  }
+}
+
+/// `n` (bound) with every leaf moved to batch b.
+template <class N>
+CUFUSE_INLINE N at_batch_of(const N& n, int b) {
+  if constexpr (map_arity<N>::value > 0) {
+    return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      return N{n.op, make_pack(at_batch_of(get<Is>(n.args), b)...)};
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  } else if constexpr (requires { n.sb; }) {
+    N m = n;
+    m.ptr += b * n.sb;
+    return m;
+  } else {
+    return n;
+  }
+}
+
+/// An output of an epilogue besides C (tie's second and later): element (row, col) of batch b at
+/// ptr + b sb + row sr + col sc.
+template <class T>
+struct epi_output {
+  T* ptr;
+  index_t sb, sr, sc;
+};
+
+template <class E, class Extras, class Outs>
+struct expression_epilogue;
+
+/// The epilogue interface (gemm/epilogue/linear_combination.cuh) over bound expressions: `E`
+/// gives C, each of `Xs` a further output, written through the matching epi_output.
+template <class E, class... Xs, class... Us>
+struct expression_epilogue<E, pack<Xs...>, pack<epi_output<Us>...>> {
+  static_assert(sizeof...(Xs) == sizeof...(Us), "cufuse: internal: one output per expression");
+  static constexpr bool loads = true;
+  static constexpr bool extra_outputs = sizeof...(Xs) > 0;
+
+  E e;
+  pack<Xs...> extras; // bound expressions of the further outputs
+  pack<epi_output<Us>...> outs;
+
+  CUFUSE_DEVICE_FN expression_epilogue at_batch(int b) const {
+    if (b == 0) {
+      return *this;
+    }
+    expression_epilogue r = *this;
+    r.e = at_batch_of(e, b);
+    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      ((get<Is>(r.extras) = at_batch_of(get<Is>(extras), b)), ...);
+      ((get<Is>(r.outs).ptr += b * get<Is>(outs).sb), ...);
+    }(std::index_sequence_for<Xs...>{});
+    return r;
+  }
+  CUFUSE_DEVICE_FN bool reads_c(const gemm_detail::gemm_args&) const { return false; }
+  template <bool RC>
+  CUFUSE_DEVICE_FN float value(const gemm_detail::gemm_args&, float acc, float, std::int64_t row,
+                               std::int64_t col) const {
+    return convert<float>(e.eval_in(epi_pos{acc, row, col}));
+  }
+  template <int Cnt>
+  CUFUSE_DEVICE_FN void store_extra(std::int64_t row, std::int64_t col, const float (&acc)[Cnt],
+                                    int cnt) const {
+    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      (store_one(get<Is>(extras), get<Is>(outs), row, col, acc, cnt), ...);
+    }(std::index_sequence_for<Xs...>{});
+  }
+
+private:
+  template <class X, class T, int Cnt>
+  CUFUSE_DEVICE_FN static void store_one(const X& x, const epi_output<T>& o, std::int64_t row,
+                                         std::int64_t col, const float (&acc)[Cnt], int cnt) {
+    CUFUSE_UNROLL
+    for (int j = 0; j < Cnt; ++j) {
+      if (j < cnt) {
+        o.ptr[row * o.sr + (col + j) * o.sc] = convert<T>(x.eval_in(epi_pos{acc[j], row, col + j}));
+      }
+    }
+  }
+};
+
+} // namespace detail
+
+/// The accumulator of a GEMM's product at each output element, for epilogue expressions:
+/// `cufuse::gemm(A, W, Y, cufuse::relu(cufuse::acc + bias))`.
+inline constexpr accumulator acc{};
+
+namespace gemm_detail {
+
+/// The configurations an expression epilogue instantiates, per input type: those that win the
+/// plain GEMM (bench/results), so that a file's compile time stays bounded. bf16 / fp16: the four
+/// wgmma tiles (sm_90a), mma.sync 128x128 and its 4-way split-K (small outputs, long K, and
+/// pre-Hopper GPUs), SIMT at any alignment. fp32: SIMT (fp32 math; cp.async, any alignment,
+/// 4-way split-K) and TF32: the four wgmma tiles (NN, NT, TT), mma.sync 128x128 (TN) and its
+/// 4-way split-K.
+template <class T>
+struct fused_configs {
+  using type = variant_list<
+      wgmma<T, wgmma_tile{.bm = 128, .bn = 256, .stages = 4}>,
+      wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6}>,
+      wgmma<T, wgmma_tile{.bm = 64, .bn = 128, .stages = 4, .min_blocks = 2}>,
+      wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6, .pingpong = true}>,
+      mma<T, mma_tile{.bm = 128, .bn = 128, .bk = 64, .wm = 2, .wn = 2, .stages = 3}>,
+      mma<T, mma_tile{.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4, .splits = 4}>,
+      simt<T, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 1}>>;
+};
+template <>
+struct fused_configs<float> {
+  using type = variant_list<
+      simt<float,
+           simt_tile{.bm = 128, .bn = 128, .bk = 32, .rm = 2, .rn = 2, .vec = 4, .stages = 3}>,
+      simt<float, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 1}>,
+      simt<float, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 4, .splits = 4}>,
+      wgmma<float, wgmma_tile{.bm = 128, .bn = 256, .stages = 4}>,
+      wgmma<float, wgmma_tile{.bm = 128, .bn = 128, .stages = 6}>,
+      wgmma<float, wgmma_tile{.bm = 64, .bn = 128, .stages = 4, .min_blocks = 2}>,
+      wgmma<float, wgmma_tile{.bm = 128, .bn = 128, .stages = 6, .pingpong = true}>,
+      mma<float, mma_tile{.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 2, .stages = 3}>,
+      mma<float,
+          mma_tile{.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4, .splits = 4}>>;
+};
+
+/// A stable name of an epilogue type for tuning keys: "x" and 16 hex digits of a hash of its
+/// (mangled) type name.
+template <class E>
+std::string epilogue_name() {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const char* c = typeid(E).name(); *c != '\0'; ++c) {
+    h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+  }
+  static const char* digits = "0123456789abcdef";
+  std::string s = "x";
+  for (int i = 15; i >= 0; --i) {
+    s += digits[(h >> (4 * i)) & 15];
+  }
+  return s;
+}
+
+/// The kernels of epilogue type `Epi` on `T` inputs, instantiated here (one object per type).
+template <class T, class Epi, class Named>
+const fused_set& fused_set_of() {
+  static const fused_set s = []<class... C>(variant_list<C...>) {
+    return fused_set{
+        epilogue_name<Named>(),
+        {fused_kernel{variant_name<C>(), &launch_variant<C, Epi>, &prepare_variant<C, Epi>}...}};
+  }(typename fused_configs<T>::type{});
+  return s;
+}
+
+/// Whether [p, p + bytes) and [q, q + bytes2) share memory.
+inline bool overlaps(const void* p, std::size_t bytes, const void* q, std::size_t bytes2) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p), b = reinterpret_cast<std::uintptr_t>(q);
+  return a < b + bytes2 && b < a + bytes;
+}
+
+/// The memory a leaf or matrix spans (first to last element, in bytes).
+template <class L>
+std::pair<const void*, std::size_t> span_of_leaf(const L& l) {
+  std::size_t last = 0;
+  for (int d = 0; d < L::rank; ++d) {
+    if (l.shp[d] == 0) {
+      return {l.ptr, 0};
+    }
+    last += static_cast<std::size_t>((l.shp[d] - 1) * (l.str[d] < 0 ? -l.str[d] : l.str[d]));
+  }
+  return {l.ptr, (last + 1) * sizeof(*l.ptr)};
+}
+
+/// The GEMM with an epilogue: `outs` are the destinations (leaves; the first is C), `exprs`
+/// their expressions (unbound nodes). `list`: instead of running, the names of the variants
+/// the epilogue's kernels offer for this problem.
+template <class A, class B, class... Ds, class... Es>
+void run_epilogue(A&& a, B&& b, const detail::pack<Ds...>& outs, const detail::pack<Es...>& exprs,
+                  bool batched, const gemm_options& options, cudaStream_t stream,
+                  std::vector<std::string>* list = nullptr) {
+  static_assert(sizeof...(Ds) == sizeof...(Es),
+                "cufuse::gemm: give as many epilogue expressions as outputs (tie / pack)");
+  static_assert((detail::epilogue_node_v<Es> && ...),
+                "cufuse::gemm: an epilogue holds cufuse::acc, tensors / views, scalars and "
+                "elementwise operations (no reductions)");
+  static_assert((detail::mentions_acc_v<Es> || ...),
+                "cufuse::gemm: the epilogue does not use cufuse::acc (the product); write e.g. "
+                "cufuse::gemm(A, B, Y, cufuse::acc + bias)");
+  static_assert(((!std::is_same_v<typename Ds::space, host_space>)&&...),
+                "cufuse::gemm: the outputs must be device tensors or views");
+  using D0 = std::remove_cvref_t<decltype(detail::get<0>(outs))>;
+  using TY = typename D0::value_type;
+  constexpr int R = D0::rank;
+  static_assert(R == 2 || R == 3,
+                "cufuse::gemm: the output is a matrix (rank 2, or 3 for gemm_batched)");
+  static_assert(((Ds::rank == R) && ...), "cufuse::gemm: the outputs must have the same rank");
+  const D0& y = detail::get<0>(outs);
+  const tensor_view<TY, R, device_space> yv(y.ptr, y.shp, y.str);
+  const auto am = as_matrix(a);
+  const auto bm = as_matrix(b);
+  const auto ym = as_matrix(yv);
+  if (ym.transposed) {
+    throw shape_error("cufuse::gemm: the output of shape " + y.shp.to_string() + " with strides " +
+                      y.str.to_string() + " has no unit stride along its last dimension");
+  }
+  problem p = make_problem(am, bm, ym, 1.0f, 0.0f, options, batched);
+  const extents<3> out3{p.batch, p.m, p.n};
+  // Each further output has the first's shape; an epilogue reads an output only at the
+  // element it writes.
+  [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+    (
+        [&] {
+          if (!(detail::get<Is>(outs).shp == y.shp)) {
+            throw shape_error("cufuse::gemm: the outputs of tie(...) have different shapes: " +
+                              y.shp.to_string() + " and " + detail::get<Is>(outs).shp.to_string());
+          }
+        }(),
+        ...);
+  }(std::index_sequence_for<Ds...>{});
+  auto bound = [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+    return detail::make_pack(detail::bind_epilogue(detail::get<Is>(exprs), out3, R)...);
+  }(std::index_sequence_for<Es...>{});
+  // Leaves that share memory with an output must read exactly the element being written.
+  auto check_alias = [&](const auto& leaf) {
+    const auto ls = span_of_leaf(leaf);
+    auto against = [&](const auto& o) {
+      const auto os = span_of_leaf(o);
+      if (!overlaps(ls.first, ls.second, os.first, os.second)) {
+        return;
+      }
+      bool same = false;
+      using L = std::remove_cvref_t<decltype(leaf)>;
+      if constexpr (L::rank == R) {
+        same = static_cast<const void*>(leaf.ptr) == static_cast<const void*>(o.ptr) &&
+               sizeof(*leaf.ptr) == sizeof(*o.ptr) && leaf.shp == o.shp;
+        for (int d = 0; same && d < R; ++d) {
+          same = leaf.str[d] == o.str[d] || leaf.shp[d] == 1;
+        }
+      }
+      if (!same) {
+        throw error("cufuse::gemm: an epilogue operand of shape " + leaf.shp.to_string() +
+                    " shares memory with an output of shape " + o.shp.to_string() +
+                    " at other elements; copy it first");
+      }
+    };
+    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      (against(detail::get<Is>(outs)), ...);
+    }(std::index_sequence_for<Ds...>{});
+  };
+  [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+    (detail::for_each_leaf(detail::get<Is>(exprs), check_alias), ...);
+  }(std::index_sequence_for<Es...>{});
+  using AT = element_of<A>;
+  using T = std::remove_const_t<AT>;
+  // The epilogue object: the first expression gives C, the others their outputs.
+  auto make = [&]<std::size_t... Is>(std::index_sequence<0, Is...>) {
+    [[maybe_unused]] auto out_of = [&](const auto& o) {
+      using OT = std::remove_cvref_t<decltype(*o.ptr)>;
+      const index_t sb = R == 3 ? o.str[0] : 0;
+      return detail::epi_output<OT>{o.ptr, sb, o.str[R - 2], o.str[R - 1]};
+    };
+    auto extras = detail::make_pack(detail::get<Is>(bound)...);
+    auto extra_outs = detail::make_pack(out_of(detail::get<Is>(outs))...);
+    using Epi = detail::expression_epilogue<std::remove_cvref_t<decltype(detail::get<0>(bound))>,
+                                            decltype(extras), decltype(extra_outs)>;
+    const Epi epi{detail::get<0>(bound), extras, extra_outs};
+    const fused_set& set = fused_set_of<T, Epi, detail::pack<Es...>>();
+    if (list != nullptr) {
+      *list = fused_variants(p, set);
+    } else {
+      run_fused(p, set, &epi, stream, options);
+    }
+  };
+  make(std::index_sequence_for<Es...>{});
+}
+
+template <class X>
+auto destination_of(X&& x) {
+  return detail::destination_node(x);
+}
+
+template <class X>
+inline constexpr bool is_pack_v = false;
+template <class... Xs>
+inline constexpr bool is_pack_v<detail::pack<Xs...>> = true;
+
+/// gemm / gemm_batched with an epilogue: Y a tensor / view and one expression, or tie(...) and
+/// pack(...).
+template <class A, class B, class Y, class E>
+void run_epilogue_of(A&& a, B&& b, Y&& y, const E& epilogue, bool batched,
+                     const gemm_options& options, cudaStream_t stream,
+                     std::vector<std::string>* list = nullptr) {
+  if constexpr (requires { y.dsts; }) {
+    static_assert(is_pack_v<E>, "cufuse::gemm: with cufuse::tie(Y, P, ...) as the output, give "
+                                "the epilogue as cufuse::pack(e_Y, e_P, ...)");
+    if constexpr (is_pack_v<E>) {
+      run_epilogue(a, b, y.dsts, epilogue, batched, options, stream, list);
+    }
+  } else {
+    run_epilogue(a, b, detail::make_pack(destination_of(y)),
+                 detail::make_pack(detail::to_node(epilogue)), batched, options, stream, list);
+  }
+}
+
+} // namespace gemm_detail
+
+/// Y = epilogue(op(A) op(B)): `epilogue` is an expression over `cufuse::acc` (the fp32 product at
+/// each element) and tensors / views that broadcast to Y's shape (bias [n], column [m, 1],
+/// residual [m, n], any dtype), applied in registers before the one store. Y: A's element type
+/// or float. `Y` may also be `cufuse::tie(Y, P, ...)` with `cufuse::pack(e_Y, e_P, ...)`: further
+/// outputs of the same shape from the same accumulators. The kernels are instantiated in this
+/// file for the configurations of gemm_detail::fused_configs; the tuner keys on the epilogue.
+template <gemm_detail::matrix_like A, gemm_detail::matrix_like B, class Y, class E>
+  requires(!std::is_convertible_v<E, float>)
+void gemm(A&& a, B&& b, Y&& y, const E& epilogue, const gemm_options& options = {},
+          cudaStream_t stream = current_stream()) {
+  gemm_detail::run_epilogue_of(a, b, y, epilogue, false, options, stream);
+}
+
+/// The same over a strided batch: rank-3 A, B and Y ([batch, rows, cols]); the epilogue's
+/// operands broadcast to [batch, m, n].
+template <gemm_detail::matrix_like A, gemm_detail::matrix_like B, class Y, class E>
+  requires(!std::is_convertible_v<E, float>)
+void gemm_batched(A&& a, B&& b, Y&& y, const E& epilogue, const gemm_options& options = {},
+                  cudaStream_t stream = current_stream()) {
+  gemm_detail::run_epilogue_of(a, b, y, epilogue, true, options, stream);
+}
+
+namespace tuning {
+/// Names of the variants whose kernels this epilogue instantiates and that can run the problem
+/// `gemm(a, b, y, epilogue)` on the current device (tests, tools; force one with
+/// gemm_options::variant).
+template <gemm_detail::matrix_like A, gemm_detail::matrix_like B, class Y, class E>
+std::vector<std::string> epilogue_variants(A&& a, B&& b, Y&& y, const E& epilogue,
+                                           const gemm_options& options = {}, bool batched = false) {
+  std::vector<std::string> out;
+  gemm_detail::run_epilogue_of(a, b, y, epilogue, batched, options, current_stream(), &out);
+  return out;
+}
+} // namespace tuning
+
+} // namespace cufuse

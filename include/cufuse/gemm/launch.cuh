@@ -1,0 +1,407 @@
+/// \file How a tile configuration of gemm/variants.cuh is launched for an epilogue type: its
+/// kernel per layout (`kernel_of`), the TMA descriptors (one cache type), the grid, and the
+/// per-device preparation. Host code templated on the configuration and the epilogue, so that
+/// a translation unit can instantiate the kernels for its own epilogue (libcufuse does it for
+/// the standard one in src/gemm/variants_*.cu; expression epilogues in the user's file, see
+/// gemm/epilogue/expression.cuh). What is not templated (the driver's TMA encoder, the
+/// environment) is compiled once in libcufuse.
+#pragma once
+
+#include "orient.hpp"
+#include "variants.cuh"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace cufuse::gemm_detail {
+
+/// Whether CUFUSE_GEMM_TMA_STORE allows the wgmma TMA-store epilogue (libcufuse; read once).
+bool tma_store_allowed();
+
+template <class T>
+constexpr dtype dtype_of() {
+  if constexpr (std::is_same_v<T, float>) {
+    return dtype::f32;
+  } else if constexpr (std::is_same_v<T, __half>) {
+    return dtype::f16;
+  } else {
+    return dtype::bf16;
+  }
+}
+
+template <class>
+struct is_simt : std::false_type {};
+template <class T, int A, int B, int C, int D, int E, int F, int G, int H, int I, int J>
+struct is_simt<simt_config<T, A, B, C, D, E, F, G, H, I, J>> : std::true_type {};
+
+template <class>
+struct is_wgmma : std::false_type {};
+template <class T, int A, int B, int C, int D, bool E>
+struct is_wgmma<wgmma_config<T, A, B, C, D, E>> : std::true_type {};
+
+/// Host: encodes the TMA descriptor of an operand stored row-major as `outer` rows of
+/// `inner` elements (leading dimension `ld`), `batch` of them `batch_stride` apart (0: one
+/// matrix shared by every batch), read in boxes of `box_inner` x `box_outer` elements with the
+/// 128-byte swizzle. The driver's encoder is looked up once through the runtime.
+cudaError_t encode_tma_operand(CUtensorMap* map, dtype t, const void* ptr, std::int64_t inner,
+                               std::int64_t outer, std::int64_t ld, std::int64_t batch,
+                               std::int64_t batch_stride, int box_inner, int box_outer);
+
+/// Whether `Cfg` is an mma.sync configuration whose stages TMA fills (mma_config::tma).
+template <class Cfg>
+constexpr bool tma_loads() {
+  if constexpr (requires { Cfg::tma; }) {
+    return Cfg::tma;
+  } else {
+    return false;
+  }
+}
+
+template <class Cfg>
+std::string variant_name() {
+  using T = typename Cfg::element;
+  const std::string tile =
+      std::to_string(Cfg::BM) + "x" + std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK);
+  std::string s;
+  if constexpr (is_simt<Cfg>::value) {
+    s = std::string(Cfg::stages > 0 ? "sm80_" : "sm70_") + dtype_name(dtype_of<T>()) + "_simt_" +
+        tile + "_t" + std::to_string(Cfg::TM) + "x" + std::to_string(Cfg::TN) + "_v" +
+        std::to_string(Cfg::Vec) + (Cfg::stages > 0 ? "_s" + std::to_string(Cfg::stages) : "") +
+        (Cfg::krows_a != 4 || Cfg::krows_b != 4
+             ? "_r" + std::to_string(Cfg::krows_a) + std::to_string(Cfg::krows_b)
+             : "");
+  } else if constexpr (is_wgmma<Cfg>::value) {
+    s = std::string("sm90a_") + (Cfg::tf32 ? "tf32" : dtype_name(dtype_of<T>())) + "_wgmma_" +
+        tile + "_wg" + std::to_string(Cfg::WG) + (Cfg::pingpong ? "pp" : "") + "_s" +
+        std::to_string(Cfg::stages) + "_tma";
+  } else {
+    s = std::string(Cfg::tma ? "sm90a_" : "sm80_") +
+        (Cfg::tf32 ? "tf32" : dtype_name(dtype_of<T>())) + "_mma_" + tile + "_w" +
+        std::to_string(Cfg::WM) + "x" + std::to_string(Cfg::WN) + "_s" +
+        std::to_string(Cfg::stages) + (Cfg::tma ? "_tma" : "");
+  }
+  if (Cfg::splits > 1) {
+    s += "_split" + std::to_string(Cfg::splits);
+  }
+  return s;
+}
+
+/// Whether `Cfg` computes on TF32 tensor cores (the SIMT configurations have no `tf32`).
+template <class Cfg>
+constexpr bool tf32_of() {
+  if constexpr (requires { Cfg::tf32; }) {
+    return Cfg::tf32;
+  } else {
+    return false;
+  }
+}
+
+/// The kernel that runs transposes (TA, TB). A problem that runs_transposed (variant.hpp) runs
+/// as TT with the operands exchanged: the kernels' `Swapped` parameter. TF32 wgmma and the TMA
+/// mma.sync tiles read B only K-major (NT as it is, TT with an M-major A); their TN is not
+/// accepted (`layouts`), and its entry only gives prepare_variant a kernel to look at.
+template <class Cfg, bool TA, bool TB, class Epi>
+constexpr auto kernel_of() {
+  constexpr bool swap = runs_transposed(tf32_of<Cfg>(), TA, TB);
+  if constexpr (is_simt<Cfg>::value) {
+    if constexpr (Cfg::stages > 0) {
+      return &simt_async_gemm_kernel<Cfg, TA, TB, Epi>;
+    } else {
+      return &simt_gemm_kernel<Cfg, TA, TB, Epi>;
+    }
+  } else if constexpr (is_wgmma<Cfg>::value) {
+    if constexpr (Cfg::tf32) {
+      return &wgmma_gemm_kernel < Cfg, swap || (TA && TB), true, Epi, swap > ;
+    } else {
+      return &wgmma_gemm_kernel<Cfg, TA, TB, Epi>;
+    }
+  } else if constexpr (tma_loads<Cfg>()) {
+    return &mma_tma_gemm_kernel < Cfg, swap || (TA && TB), Epi, swap > ;
+  } else {
+    return &mma_gemm_kernel < Cfg, TA || swap, TB || swap, Epi, swap > ;
+  }
+}
+
+/// The tensor maps (A, B and C) of one thread's last launch of one variant: a call that repeats
+/// the addresses, shapes and strides (a training loop on the same buffers) reuses them instead of
+/// encoding them anew. One cache type for every TMA variant.
+struct tma_maps {
+  struct key_t {
+    const void* a = nullptr;
+    const void* b = nullptr;
+    const void* c = nullptr;
+    std::int64_t lda = 0, ldb = 0, ldc = 0, stride_a = 0, stride_b = 0, stride_c = 0;
+    int m = 0, n = 0, k = 0, out_type = 0, epi_tma = 0;
+    unsigned batch = 0;
+    bool ta = false, tb = false, swapped = false;
+    bool operator==(const key_t&) const = default;
+  };
+  key_t key;
+  bool valid = false;
+  CUtensorMap a{}, b{}, c{};
+
+  /// The maps for `k`: the cached ones, or those `encode(*this)` writes (then cached).
+  template <class Encode>
+  cudaError_t get(const key_t& k, Encode&& encode) {
+    if (valid && key == k) {
+      return cudaSuccess;
+    }
+    valid = false;
+    c = CUtensorMap{};
+    const cudaError_t e = encode(*this);
+    if (e == cudaSuccess) {
+      key = k;
+      valid = true;
+    }
+    return e;
+  }
+};
+
+/// Whether the wgmma epilogue may store C through shared memory and TMA (and load it so when
+/// beta != 0): C's base, leading dimension and batch stride are 16-byte multiples (TMA's rule),
+/// and so is its row length, since a TMA store writes whole 16-byte units (past a row's end it
+/// would write the padding up to the next 16 bytes). Not for beta != 0 on a C that every batch
+/// shares (batch stride 0), whose chunks the batches would load and store interleaved.
+/// CUFUSE_GEMM_TMA_STORE=0 forces direct stores (for comparisons; read by libcufuse).
+template <class Cfg>
+bool tma_store_ok(const gemm_args& args, bool swapped, unsigned batches) {
+  static const bool allowed = tma_store_allowed();
+  const std::int64_t out_size = dtype_size(static_cast<dtype>(args.out_type));
+  const bool batched_c = batches > 1 && args.stride_c != 0;
+  const bool shared_c = batches > 1 && args.stride_c == 0;
+  const std::int64_t c_cols = swapped ? args.m : args.n;
+  return allowed && (args.beta == 0.0f || !shared_c) && (c_cols * out_size) % 16 == 0 &&
+         (!Cfg::tf32 || args.out_type == int(dtype::f32)) &&
+         reinterpret_cast<std::uintptr_t>(args.c) % 16 == 0 && (args.ldc * out_size) % 16 == 0 &&
+         (!batched_c || (args.stride_c * out_size) % 16 == 0);
+}
+
+/// sm_90a wgmma: TMA loads, persistent blocks (each walks tiles blockIdx.x, + gridDim.x, ...
+/// over every batch). A K-major operand is one box of BK elements (128 bytes) x tile rows; an
+/// M/N-major one, boxes of BK M/N-elements (128 bytes) x BK K-rows (kernels_sm90.cuh).
+template <class Cfg, class Epi, class Kernel>
+cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 grid, int sms,
+                         cudaStream_t stream) {
+  gemm_args args = o.args;
+  const bool ta = o.ta, tb = o.tb, swapped = o.swapped;
+  args.epi_tma = tma_store_ok<Cfg>(args, swapped, grid.z);
+  const std::int64_t out_size = dtype_size(static_cast<dtype>(args.out_type));
+  thread_local tma_maps maps;
+  const tma_maps::key_t key{
+      args.a,        args.b,        args.c,        args.lda, args.ldb, args.ldc,
+      args.stride_a, args.stride_b, args.stride_c, args.m,   args.n,   args.k,
+      args.out_type, args.epi_tma,  grid.z,        ta,       tb,       swapped};
+  const cudaError_t e = maps.get(key, [&](tma_maps& m) {
+    const dtype t = dtype_of<typename Cfg::element>();
+    const std::int64_t batch = grid.z;
+    constexpr int bk = Cfg::BK;
+    cudaError_t r = ta ? encode_tma_operand(&m.a, t, args.a, args.m, args.k, args.lda, batch,
+                                            args.stride_a, bk, bk)
+                       : encode_tma_operand(&m.a, t, args.a, args.k, args.m, args.lda, batch,
+                                            args.stride_a, bk, Cfg::BM);
+    if (r == cudaSuccess) {
+      r = tb ? encode_tma_operand(&m.b, t, args.b, args.k, args.n, args.ldb, batch, args.stride_b,
+                                  bk, Cfg::BN)
+             : encode_tma_operand(&m.b, t, args.b, args.n, args.k, args.ldb, batch, args.stride_b,
+                                  bk, bk);
+    }
+    if (r == cudaSuccess && args.epi_tma) {
+      // C as stored: args.m x args.n, or args.n x args.m (columns first) for the swapped TF32
+      // NN form, whose tile is written as two 32 x 32 boxes per 64-row atom.
+      const std::int64_t rows = swapped ? args.n : args.m;
+      const std::int64_t cols = swapped ? args.m : args.n;
+      const int box_inner = swapped ? 32 : int(128 / out_size), box_outer = swapped ? 32 : 64;
+      r = encode_tma_operand(&m.c, static_cast<dtype>(args.out_type), args.c, cols, rows, args.ldc,
+                             batch, args.stride_c, box_inner, box_outer);
+    }
+    return r;
+  });
+  if (e != cudaSuccess) {
+    return e;
+  }
+  const unsigned tiles = unsigned((args.m + Cfg::BM - 1) / Cfg::BM) *
+                         unsigned((args.n + Cfg::BN - 1) / Cfg::BN) * grid.z;
+  const unsigned resident = unsigned(std::max(sms, 1) * Cfg::min_blocks);
+  kernel<<<dim3(std::min(tiles, resident)), dim3(Cfg::threads), Cfg::smem_bytes, stream>>>(
+      maps.a, maps.b, maps.c, args, epi);
+  return cudaSuccess;
+}
+
+/// sm_90a mma.sync whose stages TMA fills: M-major A in boxes of 32 M-rows x BK K-rows,
+/// K-major operands BK x tile rows.
+template <class Cfg, class Epi, class Kernel>
+cudaError_t launch_mma_tma(Kernel kernel, const oriented& o, const Epi& epi, dim3 grid,
+                           cudaStream_t stream) {
+  const gemm_args& args = o.args;
+  thread_local tma_maps maps;
+  tma_maps::key_t key{};
+  key.a = args.a;
+  key.b = args.b;
+  key.lda = args.lda;
+  key.ldb = args.ldb;
+  key.stride_a = args.stride_a;
+  key.stride_b = args.stride_b;
+  key.m = args.m;
+  key.n = args.n;
+  key.k = args.k;
+  key.batch = grid.z;
+  key.ta = o.ta;
+  const cudaError_t e = maps.get(key, [&](tma_maps& m) {
+    constexpr int bk = Cfg::BK;
+    const std::int64_t batch = grid.z;
+    cudaError_t r = o.ta ? encode_tma_operand(&m.a, dtype::f32, args.a, args.m, args.k, args.lda,
+                                              batch, args.stride_a, 32, bk)
+                         : encode_tma_operand(&m.a, dtype::f32, args.a, args.k, args.m, args.lda,
+                                              batch, args.stride_a, bk, Cfg::BM);
+    if (r == cudaSuccess) {
+      r = encode_tma_operand(&m.b, dtype::f32, args.b, args.k, args.n, args.ldb, batch,
+                             args.stride_b, bk, Cfg::BN);
+    }
+    return r;
+  });
+  if (e != cudaSuccess) {
+    return e;
+  }
+  const dim3 tiles(
+      unsigned(((args.m + Cfg::BM - 1) / Cfg::BM) * ((args.n + Cfg::BN - 1) / Cfg::BN)), 1, grid.z);
+  kernel<<<tiles, dim3(Cfg::threads), Cfg::smem_bytes, stream>>>(maps.a, maps.b, args, epi);
+  return cudaSuccess;
+}
+
+/// Launches `Cfg`'s kernel for transposes (ta, tb) with the epilogue object `*epi` (an `Epi`;
+/// null: a default-constructed one). The type-erased entry of a `variant` (src/gemm/variant.hpp)
+/// and of an expression epilogue's kernels (gemm/epilogue/expression.cuh).
+template <class Cfg, class Epi>
+cudaError_t launch_variant(const gemm_args& args, const void* epi, bool ta, bool tb, dim3 grid,
+                           int sms, cudaStream_t stream) {
+  const Epi e = epi != nullptr ? *static_cast<const Epi*>(epi) : Epi{};
+  const auto k =
+      ta ? (tb ? kernel_of<Cfg, true, true, Epi>() : kernel_of<Cfg, true, false, Epi>())
+         : (tb ? kernel_of<Cfg, false, true, Epi>() : kernel_of<Cfg, false, false, Epi>());
+  const oriented o = orient(args, tf32_of<Cfg>(), ta, tb);
+  if constexpr (is_wgmma<Cfg>::value) {
+    return launch_wgmma<Cfg>(k, o, e, grid, sms, stream);
+  } else if constexpr (tma_loads<Cfg>()) {
+    return launch_mma_tma<Cfg>(k, o, e, grid, stream);
+  } else {
+    // One block per output tile of the orientation the kernel runs (grid.y, grid.z as given).
+    const dim3 g(
+        unsigned(((o.args.m + Cfg::BM - 1) / Cfg::BM) * ((o.args.n + Cfg::BN - 1) / Cfg::BN)),
+        grid.y, grid.z);
+    k<<<g, dim3(Cfg::threads), Cfg::smem_bytes, stream>>>(o.args, e);
+    return cudaSuccess;
+  }
+}
+
+/// Writes whether this translation unit's code for the current device has the sm_90a features
+/// (wgmma, setmaxnreg): the kernels of a translation unit built for sm_90 without `a` compile
+/// to a trap, and the binary architecture alone does not tell them apart. One per epilogue type
+/// (the kernels' own translation unit).
+template <class Epi>
+__global__ void sm90a_probe_kernel(int* out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+/// Runs sm90a_probe_kernel once on a private stream (allowed while another stream is being
+/// captured: the thread's capture mode is relaxed meanwhile).
+template <class Epi>
+cudaError_t probe_sm90a(bool* has) {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaError_t e = cudaThreadExchangeStreamCaptureMode(&mode);
+  if (e != cudaSuccess) {
+    return e;
+  }
+  int* flag = nullptr;
+  cudaStream_t s = nullptr;
+  e = cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped);
+  if (e == cudaSuccess) {
+    *flag = 0;
+    e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  }
+  int* dev = nullptr;
+  if (e == cudaSuccess) {
+    e = cudaHostGetDevicePointer(&dev, flag, 0);
+  }
+  if (e == cudaSuccess) {
+    sm90a_probe_kernel<Epi><<<1, 1, 0, s>>>(dev);
+    e = cudaGetLastError();
+  }
+  if (e == cudaSuccess) {
+    e = cudaStreamSynchronize(s);
+  }
+  *has = e == cudaSuccess && *flag == 1;
+  if (s != nullptr) {
+    (void)cudaStreamDestroy(s);
+  }
+  if (flag != nullptr) {
+    (void)cudaFreeHost(flag);
+  }
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  return e;
+}
+
+/// Whether `Cfg` runs only on sm_90a (wgmma, or mma.sync fed by TMA).
+template <class Cfg>
+constexpr bool needs_sm90a() {
+  return is_wgmma<Cfg>::value || tma_loads<Cfg>();
+}
+
+template <class Cfg, class Epi>
+cudaError_t prepare_variant(int* binary_arch) {
+  const void* kernels[] = {reinterpret_cast<const void*>(kernel_of<Cfg, false, false, Epi>()),
+                           reinterpret_cast<const void*>(kernel_of<Cfg, false, true, Epi>()),
+                           reinterpret_cast<const void*>(kernel_of<Cfg, true, false, Epi>()),
+                           reinterpret_cast<const void*>(kernel_of<Cfg, true, true, Epi>())};
+  int arch = 1 << 30;
+  for (const void* k : kernels) {
+    cudaFuncAttributes attr{};
+    cudaError_t e = cudaFuncGetAttributes(&attr, k);
+    if (e == cudaErrorInvalidDeviceFunction || e == cudaErrorNoKernelImageForDevice) {
+      (void)cudaGetLastError();
+      *binary_arch = 0;
+      return cudaSuccess;
+    }
+    if (e != cudaSuccess) {
+      return e;
+    }
+    arch = attr.binaryVersion < arch ? attr.binaryVersion : arch;
+    e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::smem_bytes);
+    if (e != cudaSuccess) {
+      return e;
+    }
+  }
+  if constexpr (needs_sm90a<Cfg>()) {
+    if (arch == 90) {
+      // Probed once per device and epilogue type (0: not yet, 1: yes, 2: no).
+      static std::atomic<int> known[64];
+      int dev = 0;
+      cudaError_t e = cudaGetDevice(&dev);
+      if (e != cudaSuccess) {
+        return e;
+      }
+      std::atomic<int>& k = known[dev & 63];
+      if (k.load() == 0) {
+        bool has = false;
+        e = probe_sm90a<Epi>(&has);
+        if (e != cudaSuccess) {
+          return e;
+        }
+        k.store(has ? 1 : 2);
+      }
+      arch = k.load() == 1 ? arch : 0;
+    }
+  }
+  *binary_arch = arch;
+  return cudaSuccess;
+}
+
+} // namespace cufuse::gemm_detail

@@ -1,0 +1,407 @@
+// GEMM epilogues written as expressions (cufuse::acc): every configuration an epilogue
+// instantiates (wgmma with TMA and direct stores, mma.sync, its split-K, SIMT) in every layout,
+// on odd and even shapes, against double-precision loops; row and column vectors, residuals,
+// activations, output casts, an auxiliary output (tie / pack), reading the output itself, NaN
+// in an unread output, batches, shape errors, and one kernel per call.
+//
+// CUFUSE_EPI_PART selects the cases of a translation unit (each epilogue type instantiates
+// its kernels where it is used, so the cases are spread over three files that compile in
+// parallel, test/gpu/test_gemm_epilogue_*.cu): 1 bf16, 2 fp16 and fp32, 3 activations and
+// batches.
+#pragma once
+
+#include "../support/gemm_check.hpp"
+#include "../support/graph_count.cuh"
+
+#include <cufuse/gemm.cuh>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace gemm_test;
+
+namespace {
+
+using index_t = cufuse::index_t;
+
+double gelu_tanh_ref(double x) {
+  return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+double gelu_ref(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double silu_ref(double x) { return x / (1.0 + std::exp(-x)); }
+double relu_ref(double x) { return x > 0 ? x : 0.0; }
+
+/// Host values of a device tensor, as float.
+template <class T, int R>
+std::vector<float> host_of(const cufuse::tensor<T, R>& t) {
+  const auto d = t.download();
+  std::vector<float> out(d.size());
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    out[i] = to_f(d[i]);
+  }
+  return out;
+}
+
+/// A device tensor of random small integers (exact in every input type and TF32), or reals
+/// rounded to T; returns the host values.
+template <class T, int R>
+std::vector<float> fill_random(cufuse::tensor<T, R>& t, data_kind kind, std::mt19937& rng) {
+  std::vector<float> h(static_cast<std::size_t>(t.size()));
+  fill_host<T>(h, kind, rng);
+  std::vector<T> v(h.size());
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    v[i] = from_float<T>(h[i]);
+    h[i] = to_f(v[i]);
+  }
+  t.upload(v);
+  return h;
+}
+
+template <class T, int R>
+void poison_nan(cufuse::tensor<T, R>& t) {
+  t.fill(std::numeric_limits<float>::quiet_NaN());
+}
+
+/// op(A) op(B) in double: A stored [m, k] (or [k, m] when ta), B [k, n] (or [n, k]).
+std::vector<double> product(const std::vector<float>& a, const std::vector<float>& b, index_t m,
+                            index_t n, index_t k, bool ta, bool tb) {
+  std::vector<double> c(static_cast<std::size_t>(m * n), 0.0);
+  for (index_t i = 0; i < m; ++i) {
+    for (index_t p = 0; p < k; ++p) {
+      const double x = ta ? a[p * m + i] : a[i * k + p];
+      for (index_t j = 0; j < n; ++j) {
+        c[i * n + j] += x * (tb ? b[j * k + p] : b[p * n + j]);
+      }
+    }
+  }
+  return c;
+}
+
+/// |got - want| within the output's rounding (plus fp32 evaluation of the epilogue).
+template <class TY>
+void check_close(const std::vector<float>& got, const std::vector<double>& want,
+                 const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double tol = 1.01 * out_eps<TY>() * std::abs(want[i]) + 2e-5 * (1.0 + std::abs(want[i]));
+    if (!(std::abs(got[i] - want[i]) <= tol)) {
+      if (bad++ == 0) {
+        first = i;
+      }
+    }
+  }
+  INFO(what << ": " << bad << " wrong of " << got.size() << "; first at " << first << ": got "
+            << (got.empty() ? 0.0f : got[first]) << ", want "
+            << (want.empty() ? 0.0 : want[first]));
+  CHECK(bad == 0);
+}
+
+/// The operands of one problem: A (stored transposed when ta), B (when tb), as device tensors
+/// with their host values.
+template <class T>
+struct operands {
+  cufuse::tensor<T, 2> a, b;
+  std::vector<float> ha, hb;
+  operands(index_t m, index_t n, index_t k, bool ta, bool tb, data_kind kind, std::mt19937& rng)
+      : a(ta ? cufuse::extents<2>{k, m} : cufuse::extents<2>{m, k}),
+        b(tb ? cufuse::extents<2>{n, k} : cufuse::extents<2>{k, n}) {
+    ha = fill_random(a, kind, rng);
+    hb = fill_random(b, kind, rng);
+  }
+  /// Calls f(op(A), op(B)) with the right views.
+  template <class F>
+  void with(bool ta, bool tb, F&& f) {
+    auto va = a.view();
+    auto vb = b.view();
+    if (ta && tb) {
+      f(cufuse::transpose(va), cufuse::transpose(vb));
+    } else if (ta) {
+      f(cufuse::transpose(va), vb);
+    } else if (tb) {
+      f(va, cufuse::transpose(vb));
+    } else {
+      f(va, vb);
+    }
+  }
+};
+
+const dims shapes[] = {{129, 65, 127}, {128, 256, 64}, {7, 200, 64}, {65, 72, 1100}};
+
+/// Y = gelu_tanh(acc + bias) * scale + R (bias [n] and residual R [m, n] of the input type,
+/// scale [m, 1] fp32) with every configuration the epilogue instantiates, every
+/// layout, every shape; Y poisoned with NaN first (the epilogue does not read it).
+template <class T, class TY>
+void every_configuration(cufuse::gemm_math math, const std::string& filter) {
+  std::mt19937 rng(Catch::rngSeed() + 101);
+  cufuse::gemm_options opt;
+  opt.math = math;
+  int tried = 0;
+  for (const dims& d : shapes) {
+    for (int tr = 0; tr < 4; ++tr) {
+      const bool ta = tr & 2, tb = tr & 1;
+      operands<T> ops(d.m, d.n, d.k, ta, tb, data_kind::small_integers, rng);
+      cufuse::tensor<T, 1> bias({d.n});
+      cufuse::tensor<float, 2> scale({d.m, 1});
+      cufuse::tensor<T, 2> res({d.m, d.n});
+      cufuse::tensor<TY, 2> y({d.m, d.n});
+      const auto hbias = fill_random(bias, data_kind::reals, rng);
+      const auto hscale = fill_random(scale, data_kind::reals, rng);
+      const auto hres = fill_random(res, data_kind::reals, rng);
+      const auto acc = product(ops.ha, ops.hb, d.m, d.n, d.k, ta, tb);
+      std::vector<double> want(acc.size());
+      for (index_t i = 0; i < d.m; ++i) {
+        for (index_t j = 0; j < d.n; ++j) {
+          const std::size_t e = std::size_t(i * d.n + j);
+          want[e] = gelu_tanh_ref(acc[e] + hbias[j]) * hscale[i] + hres[e];
+        }
+      }
+      std::vector<std::string> names;
+      ops.with(ta, tb, [&](auto a, auto b) {
+        names = cufuse::tuning::epilogue_variants(
+            a, b, y, cufuse::gelu_tanh(cufuse::acc + bias) * scale + res, opt);
+      });
+      for (const std::string& v : names) {
+        if (v.find(filter) == std::string::npos) {
+          continue;
+        }
+        INFO("variant " << v << " m " << d.m << " n " << d.n << " k " << d.k << " op "
+                        << (ta ? 'T' : 'N') << (tb ? 'T' : 'N'));
+        poison_nan(y);
+        cufuse::gemm_options o = opt;
+        o.variant = v;
+        ops.with(ta, tb, [&](auto a, auto b) {
+          cufuse::gemm(a, b, y, cufuse::gelu_tanh(cufuse::acc + bias) * scale + res, o);
+        });
+        check_close<TY>(host_of(y), want, v);
+        ++tried;
+      }
+    }
+  }
+  CHECK(tried > 0);
+}
+
+#if CUFUSE_EPI_PART == 1
+
+TEST_CASE("gemm epilogue: bf16 -> bf16, every configuration and layout", "[gemm][epilogue]") {
+  every_configuration<__nv_bfloat16, __nv_bfloat16>(cufuse::gemm_math::fp32, "");
+}
+
+TEST_CASE("gemm epilogue: bf16 inputs, fp32 output (a cast at the store)", "[gemm][epilogue]") {
+  every_configuration<__nv_bfloat16, float>(cufuse::gemm_math::fp32, "");
+}
+
+TEST_CASE("gemm epilogue: an auxiliary output (tie / pack) from the same accumulators",
+          "[gemm][epilogue]") {
+  std::mt19937 rng(Catch::rngSeed() + 7);
+  for (const dims& d : {dims{129, 65, 127}, dims{256, 512, 128}, dims{65, 72, 1100}}) {
+    operands<__nv_bfloat16> ops(d.m, d.n, d.k, false, true, data_kind::small_integers, rng);
+    cufuse::tensor<__nv_bfloat16, 1> bias({d.n});
+    cufuse::tensor<__nv_bfloat16, 2> y({d.m, d.n}), pre({d.m, d.n});
+    const auto hbias = fill_random(bias, data_kind::reals, rng);
+    const auto acc = product(ops.ha, ops.hb, d.m, d.n, d.k, false, true);
+    std::vector<double> wy(acc.size()), wp(acc.size());
+    for (std::size_t e = 0; e < acc.size(); ++e) {
+      wp[e] = acc[e] + hbias[e % std::size_t(d.n)];
+      wy[e] = gelu_tanh_ref(wp[e]);
+    }
+    const auto epi = cufuse::pack(cufuse::gelu_tanh(cufuse::acc + bias), cufuse::acc + bias);
+    std::vector<std::string> names;
+    ops.with(false, true, [&](auto a, auto b) {
+      names = cufuse::tuning::epilogue_variants(a, b, cufuse::tie(y, pre), epi);
+    });
+    REQUIRE(!names.empty());
+    for (const std::string& v : names) {
+      INFO("variant " << v << " m " << d.m << " n " << d.n << " k " << d.k);
+      poison_nan(y);
+      poison_nan(pre);
+      cufuse::gemm_options o;
+      o.variant = v;
+      ops.with(false, true,
+               [&](auto a, auto b) { cufuse::gemm(a, b, cufuse::tie(y, pre), epi, o); });
+      check_close<__nv_bfloat16>(host_of(y), wy, v + " (Y)");
+      // The auxiliary output rounds the fp32 value once, like Y.
+      check_close<__nv_bfloat16>(host_of(pre), wp, v + " (P)");
+    }
+  }
+}
+
+TEST_CASE("gemm epilogue: reading the output at the element written (Y = 0.5 acc + 2 Y)",
+          "[gemm][epilogue]") {
+  std::mt19937 rng(Catch::rngSeed() + 11);
+  const dims d{129, 136, 96};
+  operands<__nv_bfloat16> ops(d.m, d.n, d.k, false, false, data_kind::small_integers, rng);
+  cufuse::tensor<float, 2> y({d.m, d.n});
+  const auto acc = product(ops.ha, ops.hb, d.m, d.n, d.k, false, false);
+  std::vector<std::string> names;
+  ops.with(false, false, [&](auto a, auto b) {
+    names = cufuse::tuning::epilogue_variants(a, b, y, 0.5f * cufuse::acc + 2.0f * y);
+  });
+  REQUIRE(!names.empty());
+  for (const std::string& v : names) {
+    INFO("variant " << v);
+    const auto y0 = fill_random(y, data_kind::reals, rng);
+    std::vector<double> want(acc.size());
+    for (std::size_t e = 0; e < acc.size(); ++e) {
+      want[e] = 0.5 * acc[e] + 2.0 * y0[e];
+    }
+    cufuse::gemm_options o;
+    o.variant = v;
+    ops.with(false, false,
+             [&](auto a, auto b) { cufuse::gemm(a, b, y, 0.5f * cufuse::acc + 2.0f * y, o); });
+    check_close<float>(host_of(y), want, v);
+  }
+}
+
+TEST_CASE("gemm epilogue: shape errors name the shapes; aliasing is refused", "[gemm][epilogue]") {
+  // The epilogue types of the other cases (each new type would instantiate its kernels here).
+  cufuse::tensor<__nv_bfloat16, 2> a({64, 32}), b({32, 48}), y({64, 48}), res({64, 48});
+  cufuse::tensor<float, 2> scale({64, 1});
+  cufuse::tensor<__nv_bfloat16, 1> bias({47});
+  try {
+    cufuse::gemm(a, b, y, cufuse::gelu_tanh(cufuse::acc + bias) * scale + res);
+    FAIL("no shape_error");
+  } catch (const cufuse::shape_error& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("[47]") != std::string::npos);
+    CHECK(msg.find("[64, 48]") != std::string::npos);
+  }
+  cufuse::tensor<__nv_bfloat16, 2> p({64, 40});
+  cufuse::tensor<__nv_bfloat16, 1> bias48({48});
+  CHECK_THROWS_AS(
+      cufuse::gemm(a, b, cufuse::tie(y, p),
+                   cufuse::pack(cufuse::gelu_tanh(cufuse::acc + bias48), cufuse::acc + bias48)),
+      cufuse::shape_error);
+  cufuse::tensor<__nv_bfloat16, 2> wrong({64, 49});
+  CHECK_THROWS_AS(cufuse::gemm(a, b, wrong, cufuse::gelu_tanh(cufuse::acc + bias48) * scale + res),
+                  cufuse::shape_error);
+  // A residual that overlaps the output at other elements (shifted by a row) would race with
+  // the stores.
+  cufuse::tensor<__nv_bfloat16, 2> z({65, 48});
+  auto shifted = cufuse::slice(z, cufuse::range(1, 65), cufuse::all);
+  cufuse::tensor_view<const __nv_bfloat16, 2> zr(z.data(), {64, 48});
+  CHECK_THROWS_AS(cufuse::gemm(a, b, shifted, cufuse::gelu_tanh(cufuse::acc + bias48) * scale + zr),
+                  cufuse::error);
+}
+
+TEST_CASE("gemm epilogue: one kernel per call (graph capture), and steady-state reuse",
+          "[gemm][epilogue]") {
+  std::mt19937 rng(Catch::rngSeed() + 13);
+  const dims d{512, 512, 256};
+  operands<__nv_bfloat16> ops(d.m, d.n, d.k, false, false, data_kind::small_integers, rng);
+  cufuse::tensor<__nv_bfloat16, 1> bias({d.n});
+  cufuse::tensor<float, 2> scale({d.m, 1});
+  cufuse::tensor<__nv_bfloat16, 2> res({d.m, d.n}), y({d.m, d.n});
+  const auto hbias = fill_random(bias, data_kind::reals, rng);
+  const auto hscale = fill_random(scale, data_kind::reals, rng);
+  const auto hres = fill_random(res, data_kind::reals, rng);
+  const auto acc = product(ops.ha, ops.hb, d.m, d.n, d.k, false, false);
+  std::vector<double> want(acc.size());
+  for (index_t i = 0; i < d.m; ++i) {
+    for (index_t j = 0; j < d.n; ++j) {
+      const std::size_t e = std::size_t(i * d.n + j);
+      want[e] = gelu_tanh_ref(acc[e] + hbias[j]) * hscale[i] + hres[e];
+    }
+  }
+  auto call = [&] {
+    cufuse::gemm(ops.a, ops.b, y, cufuse::gelu_tanh(cufuse::acc + bias) * scale + res);
+  };
+  call(); // the first call chooses and prepares outside the capture
+  poison_nan(y);
+  const auto [nodes, kernels] = cft::count_kernels(call);
+  CHECK(kernels == 1);
+  check_close<__nv_bfloat16>(host_of(y), want, "captured");
+}
+
+#elif CUFUSE_EPI_PART == 2
+
+TEST_CASE("gemm epilogue: fp16 -> fp16, every configuration and layout", "[gemm][epilogue]") {
+  every_configuration<__half, __half>(cufuse::gemm_math::fp32, "");
+}
+
+TEST_CASE("gemm epilogue: fp32 with TF32 tensor cores, every configuration and layout",
+          "[gemm][epilogue]") {
+  every_configuration<float, float>(cufuse::gemm_math::tf32, "");
+}
+
+TEST_CASE("gemm epilogue: fp32 math (SIMT), every configuration and layout", "[gemm][epilogue]") {
+  every_configuration<float, float>(cufuse::gemm_math::fp32, "");
+}
+
+#else
+
+TEST_CASE("gemm epilogue: relu, gelu, silu and a column scale with shift", "[gemm][epilogue]") {
+  std::mt19937 rng(Catch::rngSeed() + 17);
+  for (const dims& d : {dims{129, 65, 127}, dims{256, 256, 64}, dims{65, 72, 1100}}) {
+    operands<__nv_bfloat16> ops(d.m, d.n, d.k, true, false, data_kind::small_integers, rng);
+    cufuse::tensor<__nv_bfloat16, 1> shift({d.n});
+    cufuse::tensor<float, 1> scale({d.n});
+    cufuse::tensor<__nv_bfloat16, 2> y({d.m, d.n});
+    const auto hshift = fill_random(shift, data_kind::reals, rng);
+    const auto hscale = fill_random(scale, data_kind::reals, rng);
+    const auto acc = product(ops.ha, ops.hb, d.m, d.n, d.k, true, false);
+    std::vector<double> want(acc.size());
+    for (std::size_t e = 0; e < acc.size(); ++e) {
+      const std::size_t j = e % std::size_t(d.n);
+      const double x = acc[e] * 0.125;
+      want[e] = relu_ref(acc[e] * hscale[j] + hshift[j]) + gelu_ref(x) + silu_ref(x);
+    }
+    const auto epi = cufuse::relu(cufuse::acc * scale + shift) +
+                     cufuse::gelu(cufuse::acc * 0.125f) + cufuse::silu(cufuse::acc * 0.125f);
+    std::vector<std::string> names;
+    ops.with(true, false,
+             [&](auto a, auto b) { names = cufuse::tuning::epilogue_variants(a, b, y, epi); });
+    REQUIRE(!names.empty());
+    for (const std::string& v : names) {
+      INFO("variant " << v << " m " << d.m << " n " << d.n << " k " << d.k);
+      poison_nan(y);
+      cufuse::gemm_options o;
+      o.variant = v;
+      ops.with(true, false, [&](auto a, auto b) { cufuse::gemm(a, b, y, epi, o); });
+      check_close<__nv_bfloat16>(host_of(y), want, v);
+    }
+  }
+}
+
+TEST_CASE("gemm epilogue: batches, with a per-batch bias and a shared one", "[gemm][epilogue]") {
+  std::mt19937 rng(Catch::rngSeed() + 19);
+  const index_t batch = 3, m = 97, n = 80, k = 72;
+  cufuse::tensor<__nv_bfloat16, 3> a({batch, m, k}), b({batch, k, n});
+  cufuse::tensor<__nv_bfloat16, 3> bias3({batch, 1, n});
+  cufuse::tensor<float, 1> shared({n});
+  cufuse::tensor<float, 3> y({batch, m, n});
+  const auto ha = fill_random(a, data_kind::small_integers, rng);
+  const auto hb = fill_random(b, data_kind::small_integers, rng);
+  const auto hbias = fill_random(bias3, data_kind::reals, rng);
+  const auto hshared = fill_random(shared, data_kind::reals, rng);
+  std::vector<double> want(static_cast<std::size_t>(batch * m * n));
+  for (index_t q = 0; q < batch; ++q) {
+    const std::vector<float> qa(ha.begin() + q * m * k, ha.begin() + (q + 1) * m * k);
+    const std::vector<float> qb(hb.begin() + q * k * n, hb.begin() + (q + 1) * k * n);
+    const auto acc = product(qa, qb, m, n, k, false, false);
+    for (index_t e = 0; e < m * n; ++e) {
+      want[std::size_t(q * m * n + e)] =
+          acc[std::size_t(e)] + hbias[q * n + e % n] + hshared[e % n];
+    }
+  }
+  const auto epi = cufuse::acc + bias3 + shared;
+  std::vector<std::string> names = cufuse::tuning::epilogue_variants(a, b, y, epi, {}, true);
+  REQUIRE(!names.empty());
+  for (const std::string& v : names) {
+    INFO("variant " << v);
+    poison_nan(y);
+    cufuse::gemm_options o;
+    o.variant = v;
+    cufuse::gemm_batched(a, b, y, epi, o);
+    check_close<float>(host_of(y), want, v);
+  }
+}
+
+#endif
+
+} // namespace
