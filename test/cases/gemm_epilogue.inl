@@ -18,6 +18,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <type_traits>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -192,7 +194,7 @@ void every_configuration(cufuse::gemm_math math, const std::string& filter) {
   if (major == 9 && (std::is_same_v<T, __nv_bfloat16> || math == cufuse::gemm_math::tf32)) {
     CHECK(wgmma > 0);
   }
-  UNSCOPED_INFO("configurations run: " << tried << ", of them wgmma: " << wgmma);
+  std::printf("every_configuration: %d runs, %d of them wgmma\n", tried, wgmma);
 }
 
 #if CUFUSE_EPI_PART == 1
