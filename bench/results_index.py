@@ -25,6 +25,9 @@ SECTIONS = [
     ("GEMM held at full load", "gemm_sustained.md",
      ["gemm_sustained_h100.json", "gemm_sustained_h200.json", "gemm_sustained.png"],
      "`bash bench/run_gpu.sh sustained` (bench/gemm_sustained.cu, bench/sustained_report.py)"),
+    ("GEMM epilogues from expressions and the transformer MLP block (H100)", "mlp_epilogue_h100.md",
+     ["mlp_epilogue_h100.json"],
+     "`bash bench/run_gpu.sh epilogue` (bench/mlp_bench.cu, bench/torch_mlp.py, bench/mlp_report.py)"),
     ("Tensor-core instruction ceilings (H200)", "mma_peak_h200.md", [],
      "bench/mma_peak.cu"),
 ]
