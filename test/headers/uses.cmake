@@ -205,6 +205,7 @@ set(use_gemm/epilogue/split_k.cuh [=[
 ]=])
 set(use_gemm/tile.cuh [=[
   static_assert(sizeof(cufuse::gemm_detail::block_work) > 0);
+  static_assert(cufuse::gemm_detail::persistent_tiles<128, 256>::grid(4096, 4096, 1, 132) == 132);
 ]=])
 set(use_gemm/kernel/simt.cuh [=[
   static_assert(cufuse::gemm_detail::simt_config<float, 64, 64, 16, 1, 1, 4>::threads == 256);
@@ -218,6 +219,16 @@ set(use_gemm/kernel/mma.cuh [=[
 ]=])
 set(use_gemm/kernel/wgmma.cuh [=[
   static_assert(cufuse::gemm_detail::wgmma_config<__half, 128, 128, 6>::consumer_regs == 232);
+]=])
+set(use_gemm/mainloop/wgmma.cuh [=[
+  using cfg = cufuse::gemm_detail::wgmma_config<__nv_bfloat16, 128, 256, 4>;
+  static_assert(cfg::smem_bytes == sizeof(cfg::shared_storage) + 1024);
+  static_assert(std::is_trivially_copyable_v<cufuse::gemm_detail::wgmma_smem<cfg>>);
+]=])
+set(use_gemm/epilogue/wgmma_store.cuh [=[
+  using cfg = cufuse::gemm_detail::wgmma_config<__half, 128, 128, 6>;
+  static_assert(sizeof(cufuse::gemm_detail::wgmma_tma_store<cfg, false, false,
+                       cufuse::gemm_detail::linear_combination>) > 0);
 ]=])
 set(use_gemm/kernel/mma_tma.cuh [=[
   static_assert(cufuse::gemm_detail::mma_config<float, 128, 128, 32, 2, 2, 3, 1, true>::tma);

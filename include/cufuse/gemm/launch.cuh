@@ -183,7 +183,7 @@ bool tma_store_ok(const gemm_args& args, bool swapped, unsigned batches) {
 
 /// sm_90a wgmma: TMA loads, persistent blocks (each walks tiles blockIdx.x, + gridDim.x, ...
 /// over every batch). A K-major operand is one box of BK elements (128 bytes) x tile rows; an
-/// M/N-major one, boxes of BK M/N-elements (128 bytes) x BK K-rows (kernels_sm90.cuh).
+/// M/N-major one, boxes of BK M/N-elements (128 bytes) x BK K-rows (mainloop/wgmma.cuh).
 template <class Cfg, class Epi, class Kernel>
 cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 grid, int sms,
                          cudaStream_t stream) {
@@ -224,11 +224,11 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
   if (e != cudaSuccess) {
     return e;
   }
-  const unsigned tiles = unsigned((args.m + Cfg::BM - 1) / Cfg::BM) *
-                         unsigned((args.n + Cfg::BN - 1) / Cfg::BN) * grid.z;
   const unsigned resident = unsigned(std::max(sms, 1) * Cfg::min_blocks);
-  kernel<<<dim3(std::min(tiles, resident)), dim3(Cfg::threads), Cfg::smem_bytes, stream>>>(
-      maps.a, maps.b, maps.c, args, epi);
+  const unsigned blocks =
+      persistent_tiles<Cfg::BM, Cfg::BN>::grid(args.m, args.n, grid.z, resident);
+  kernel<<<dim3(blocks), dim3(Cfg::threads), Cfg::smem_bytes, stream>>>(maps.a, maps.b, maps.c,
+                                                                        args, epi);
   return cudaSuccess;
 }
 

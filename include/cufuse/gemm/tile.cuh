@@ -1,9 +1,14 @@
-/// \file The tile schedule of the non-persistent kernels (one block per output tile): where a
-/// block works (`block_work`), the L2-friendly tile order (`locate_tile`), the driver of a
-/// cp.async main loop over K tiles (`run_k_tiles`), and zeroing accumulators.
+/// \file Tile schedulers: where a block works (`block_work`), the L2-friendly tile order
+/// (`locate_tile`), one block per output tile (`locate_block`, the SIMT and mma.sync kernels) or
+/// persistent blocks that walk the tiles of every batch (`persistent_tiles`, the wgmma kernel,
+/// whose grid size it also gives the host), the driver of a cp.async main loop over K tiles
+/// (`run_k_tiles`), the shared stage ring of those kernels (`stage_ring`), and zeroing
+/// accumulators.
 #pragma once
 
 #include "arch/device.cuh"
+
+#include <cstddef>
 
 namespace cufuse::gemm_detail {
 
@@ -21,6 +26,16 @@ struct block_work {
   CUFUSE_DEVICE_FN int k_tiles() const {
     return k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
   }
+};
+
+/// The shared memory of a block of the SIMT and mma.sync kernels: S stages of the A and B
+/// tiles, `AElems` / `BElems` elements each (padding included). The epilogues stage C's tile in
+/// the same bytes once every warp has read its last fragments; the TMA-fed mma.sync kernel adds
+/// its mbarriers (mma_tma_storage), the wgmma kernel has its own (wgmma_config::shared_storage).
+template <class T, int S, int AElems, int BElems>
+struct stage_ring {
+  T a[S][AElems];
+  T b[S][BElems];
 };
 
 /// Sets every element of a thread's accumulator array to zero.
@@ -71,6 +86,37 @@ CUFUSE_DEVICE_FN block_work locate_block(const gemm_args& p) {
   return locate_tile<BM, BN, AElem, Vec>(p, static_cast<int>(blockIdx.x),
                                          static_cast<int>(blockIdx.z));
 }
+
+/// The persistent walk: the tiles of all batches are numbered 0 .. work - 1 (batch-major, each
+/// batch's in locate_tile's order), and a block takes tiles blockIdx.x, + gridDim.x, ...; a
+/// block whose warpgroups take turns (ping-pong) gives warpgroup i its block's tiles i, i + 2, ...
+template <int BM, int BN>
+struct persistent_tiles {
+  int per_batch; // output tiles of one batch
+  int work;      // output tiles of all batches
+
+  CUFUSE_DEVICE_FN explicit persistent_tiles(const gemm_args& p)
+      : per_batch(((p.m + BM - 1) / BM) * ((p.n + BN - 1) / BN)), work(per_batch * p.batch) {}
+  /// The block's i-th tile.
+  CUFUSE_DEVICE_FN int first(int i) const {
+    return static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x);
+  }
+  /// The block's tile `step` tiles after `tile`.
+  CUFUSE_DEVICE_FN int next(int tile, int step) const {
+    return tile + step * static_cast<int>(gridDim.x);
+  }
+  CUFUSE_DEVICE_FN int batch_of(int tile) const { return tile / per_batch; }
+  template <int AElem>
+  CUFUSE_DEVICE_FN block_work at(const gemm_args& p, int tile, int batch) const {
+    return locate_tile<BM, BN, AElem, 2>(p, tile - batch * per_batch, batch);
+  }
+  /// The grid (host): a block per tile, at most `resident` (the blocks the GPU holds at once).
+  static constexpr unsigned grid(std::int64_t m, std::int64_t n, unsigned batches,
+                                 unsigned resident) {
+    const unsigned tiles = unsigned((m + BM - 1) / BM) * unsigned((n + BN - 1) / BN) * batches;
+    return tiles < resident ? tiles : resident;
+  }
+};
 
 /// Drives a cp.async main loop of `tiles` K tiles with an S-stage ring: tile(t, std::true_type)
 /// while the copies tile t issues (of tile t + S - 1) lie wholly inside the matrices (`interior_mn`

@@ -12,6 +12,11 @@ namespace cufuse::gemm_detail {
 
 template <int N, class T, int TransA, int TransB>
 struct wgmma_op;
+/// TF32 wgmma with A from registers and B from shared memory (K-major). Per thread, A holds
+/// four 32-bit fragments of its warp's 16 rows: (row g, k q), (g + 8, q), (g, q + 4),
+/// (g + 8, q + 4) with g = lane / 4, q = lane % 4 (the mma.sync m16n8k8 layout).
+template <int N>
+struct wgmma_tf32_rs;
 
 // One wgmma.mma_async per (N, type): inline PTX takes registers one by one, so the accumulator
 // operands are spelled out once per width (CUFUSE_WGMMA_D64 / _D128: the PTX list, and the
@@ -81,11 +86,6 @@ CUFUSE_WGMMA_SS(256, 128, float, "tf32", "k8", CUFUSE_WGMMA_D128, CUFUSE_WGMMA_D
                 "%128, %129, p, 1, 1")
 #undef CUFUSE_WGMMA_SS
 
-/// TF32 wgmma with A from registers and B from shared memory (K-major). Per thread, A holds
-/// four 32-bit fragments of its warp's 16 rows: (row g, k q), (g + 8, q), (g, q + 4),
-/// (g + 8, q + 4) with g = lane / 4, q = lane % 4 (the mma.sync m16n8k8 layout).
-template <int N>
-struct wgmma_tf32_rs;
 #define CUFUSE_WGMMA_TF32_RS(N, NREG, DLIST, DOPS, PRED, OPERANDS)                                 \
   template <>                                                                                      \
   struct wgmma_tf32_rs<N> {                                                                        \

@@ -238,10 +238,12 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   using CA = mma_tile_copier<Cfg, BM, !TA>;
   using CB = mma_tile_copier<Cfg, BN, TB>;
   constexpr int a_elems = CA::stage_elems, b_elems = CB::stage_elems; // BM x BK, BN x BK (+ pad)
-  static_assert(S * (a_elems + b_elems) * int(sizeof(T)) <= Cfg::smem_bytes,
+  using storage = stage_ring<T, S, a_elems, b_elems>;
+  static_assert(sizeof(storage) <= Cfg::smem_bytes,
                 "cufuse: mma stages overflow the shared memory");
-  T* sa = reinterpret_cast<T*>(mma_smem); // [S][a_elems]
-  T* sb = sa + S * a_elems;               // [S][b_elems]
+  storage& ring = *reinterpret_cast<storage*>(mma_smem);
+  T* sa = ring.a[0];
+  T* sb = ring.b[0];
 
   const block_work w = locate_block<BM, BN, int(sizeof(T)), 2>(p);
   const T* a = reinterpret_cast<const T*>(w.a);
@@ -273,7 +275,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   const CB cpb(b, p.ldb, w.n0, w.k_begin, tid);
   const bool interior_mn = w.m0 + BM <= p.m && w.n0 + BN <= p.n;
   constexpr unsigned a_stage = a_elems * sizeof(T), b_stage = b_elems * sizeof(T);
-  const unsigned s_a = smem_addr(mma_smem), s_b = s_a + S * a_stage;
+  const unsigned s_a = smem_addr(mma_smem), s_b = s_a + unsigned(offsetof(storage, b));
 
   using L = mma_frag_layout<Cfg, TA, TB>;
   const int a_base = L::a_base(wm, lane), b_base = L::b_base(wn, lane);

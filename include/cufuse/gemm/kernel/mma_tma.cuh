@@ -6,6 +6,15 @@
 
 namespace cufuse::gemm_detail {
 
+/// The shared memory of a TMA-fed mma.sync block, placed on a 1024-byte boundary (the swizzle's
+/// period): the stage ring, then the `full` / `empty` mbarrier of every stage.
+template <int S, int AElems, int BElems>
+struct mma_tma_storage {
+  stage_ring<float, S, AElems, BElems> ring;
+  std::uint64_t full[S];
+  std::uint64_t empty[S];
+};
+
 /// TF32 mma.sync with TMA loads (sm_90a): the main loop and epilogue of mma_gemm_kernel, with
 /// the stages filled by TMA instead of every thread's cp.async copies. B is K-major (stored
 /// N x K, layout NT or TT; TF32 NN runs as TT with `Swap`, C^T = B^T A^T, see kernel_of). A
@@ -46,12 +55,19 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   // integer, ptxas emitted generic loads with 64-bit addresses (TF32 NN 4096^3: 237 TFLOP/s).
   unsigned char* base =
       mma_tma_smem_raw + ((1024u - (smem_addr(mma_tma_smem_raw) & 1023u)) & 1023u);
-  T* sa = reinterpret_cast<T*>(base); // [S][a_elems], then [S][b_elems]
-  T* sb = sa + S * a_elems;
-  const unsigned s_a = smem_addr(base), s_b = s_a + S * a_stage;
-  const unsigned bars = s_b + S * b_stage; // full[S], empty[S]
+  using storage = mma_tma_storage<S, a_elems, b_elems>;
+  static_assert(sizeof(storage) + 1024 <= Cfg::smem_bytes,
+                "cufuse: TMA mma stages and barriers overflow the shared memory");
+  storage& st = *reinterpret_cast<storage*>(base);
+  T* sa = st.ring.a[0];
+  T* sb = st.ring.b[0];
+  const unsigned s_a = smem_addr(base);
+  const unsigned s_b = s_a + unsigned(offsetof(storage, ring) + offsetof(decltype(st.ring), b));
+  const unsigned bars = s_a + unsigned(offsetof(storage, full));
   auto full = [&](int s) { return bars + 8u * unsigned(s); };
-  auto empty = [&](int s) { return bars + 8u * unsigned(S + s); };
+  auto empty = [&](int s) {
+    return bars + unsigned(offsetof(storage, empty) - offsetof(storage, full)) + 8u * unsigned(s);
+  };
 
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) {

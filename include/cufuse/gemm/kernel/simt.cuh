@@ -207,8 +207,11 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK;
   constexpr int SA = BM + Cfg::pad, SB = BN + Cfg::pad;
   extern __shared__ __align__(16) float simt_smem[];
-  float* sa = simt_smem;               // [2][BK][SA]
-  float* sb = simt_smem + 2 * BK * SA; // [2][BK][SB]
+  using storage = stage_ring<float, 2, BK * SA, BK * SB>; // two stages of [BK][SA], [BK][SB]
+  static_assert(sizeof(storage) <= Cfg::smem_bytes, "cufuse: SIMT stages overflow");
+  storage& ring = *reinterpret_cast<storage*>(simt_smem);
+  float* sa = ring.a[0];
+  float* sb = ring.b[0];
 
   const block_work w = locate_block<BM, BN, int(sizeof(T)), 4>(p);
   const T* a = reinterpret_cast<const T*>(w.a);
@@ -380,8 +383,10 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   constexpr int spread_max = !TA && !TB ? 8 : 16;
   constexpr int spread = spread_max < BK ? spread_max : BK;
   static_assert(BK % spread == 0, "cufuse: SIMT copy groups must split the K tile evenly");
-  static_assert(S * (a_stage + b_stage) * 4 <= Cfg::smem_bytes, "cufuse: SIMT stages overflow");
   extern __shared__ __align__(16) float simt_smem[];
+  using storage = stage_ring<float, S, a_stage, b_stage>;
+  static_assert(sizeof(storage) <= Cfg::smem_bytes, "cufuse: SIMT stages overflow");
+  storage& ring = *reinterpret_cast<storage*>(simt_smem);
 
   const block_work w = locate_block<BM, BN, 4, 4>(p);
   const float* a = reinterpret_cast<const float*>(w.a);
@@ -391,7 +396,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   const copier_a cpa(a, p.lda, w.m0, w.k_begin, tid);
   const copier_b cpb(b, p.ldb, w.n0, w.k_begin, tid);
   const unsigned sa = smem_addr(simt_smem);
-  const unsigned sb = sa + unsigned(S * a_stage) * 4u;
+  const unsigned sb = sa + unsigned(S * a_stage) * 4u; // ring.b
+  static_assert(offsetof(storage, b) == S * a_stage * 4);
 
   float acc[Cfg::TM][Cfg::TN];
   zero_acc(acc);
@@ -418,8 +424,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   auto tile = [&](int t, auto planned) {
     cp_async_wait<S - 2>();
     __syncthreads(); // tile t landed for every thread; stage ws (tile t - 1) is free
-    const float* ta = simt_smem + rs * a_stage;
-    const float* tb = simt_smem + S * a_stage + rs * b_stage;
+    const float* ta = ring.a[0] + rs * a_stage;
+    const float* tb = ring.b[0] + rs * b_stage;
     if constexpr (decltype(planned)::value) {
       const unsigned wa = sa + unsigned(ws * a_stage) * 4u, wb = sb + unsigned(ws * b_stage) * 4u;
       constexpr int copies = copier_a::count + copier_b::count;

@@ -1,0 +1,303 @@
+/// \file The stores of the wgmma kernel (sm_90a): a consumer warpgroup's accumulators, through
+/// the epilogue interface (linear_combination.cuh), to C.
+///
+///  - `wgmma_store_direct`: straight from the accumulators to global memory (an epilogue that
+///    reads C reads it there: 8 rows per warp access, 0.69-0.82x cuBLAS at 4096^3 where the
+///    staged path runs at 0.98-1.01x; bench/JOURNAL.md g25).
+///  - `wgmma_tma_store`: when C suits TMA (`gemm_args::epi_tma`, set by the host: 16-byte aligned
+///    base, leading dimension and batch stride, and rows of whole 16-byte units, since a TMA store
+///    writes whole 16-byte units even past a row's end), each consumer warpgroup converts its
+///    accumulators to C's type into a 128-byte-swizzled shared buffer, one 64-row MMA atom x 128
+///    bytes of columns at a time, and one thread stores the buffer with a TMA copy (`map_c`: C as
+///    stored, boxes of 128 bytes x 64 rows; SwapC: two 32 x 32 boxes of the transposed tile). The
+///    stores run asynchronously under the next chunk and the next tile's main loop. An epilogue
+///    that reads C has the same thread first load the chunk of C into the buffer by TMA (the
+///    same boxes), and every thread reads back the elements it then overwrites.
+///
+/// SwapC: the kernel computes C^T = op(B)^T op(A)^T (the host passed B as A and A as B with m
+/// and n exchanged; TF32 NN), so MMA rows are C's columns and C is written transposed.
+#pragma once
+
+#include "../mainloop/wgmma.cuh"
+#include "linear_combination.cuh"
+
+namespace cufuse::gemm_detail {
+
+/// Direct stores of one tile's accumulators (`th`'s fragments) at the tile `w`.
+template <class Cfg, bool RS, bool SwapC, class Epi>
+CUFUSE_DEVICE_FN void wgmma_store_direct(const float (&acc)[Cfg::m_atoms][Cfg::BN / 2],
+                                         const gemm_args& p, const block_work& w,
+                                         const wgmma_thread<Cfg, RS>& th, const Epi& eb) {
+  CUFUSE_UNROLL
+  for (int ma = 0; ma < Cfg::m_atoms; ++ma) {
+    const std::int64_t r = w.m0 + th.atom_row(ma) + th.row_a();
+    const std::int64_t r_hi = RS ? r + 1 : r + 8;
+    CUFUSE_UNROLL
+    for (int j = 0; j < Cfg::BN / 8; ++j) {
+      const int col = w.n0 + j * 8 + 2 * th.q;
+      if constexpr (SwapC) {
+        // MMA rows are columns of C (r, r + 1: adjacent), MMA columns its rows.
+        gemm_args pc = p;
+        pc.m = p.n;
+        pc.n = p.m;
+        const float c0[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 2]};
+        const float c1[2] = {acc[ma][j * 4 + 1], acc[ma][j * 4 + 3]};
+        store_group<2>(pc, w.c, col, int(r), c0, w.vec_ok, eb);
+        store_group<2>(pc, w.c, col + 1, int(r), c1, w.vec_ok, eb);
+      } else {
+        const float lo[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 1]};
+        const float hi[2] = {acc[ma][j * 4 + 2], acc[ma][j * 4 + 3]};
+        store_group<2>(p, w.c, r, col, lo, w.vec_ok, eb);
+        store_group<2>(p, w.c, r_hi, col, hi, w.vec_ok, eb);
+      }
+    }
+  }
+}
+
+/// The TMA-store epilogue of one consumer warpgroup, alive across the block's tiles: its
+/// buffers, its chunk counter `n` (a chunk's buffer is n % epi_bufs), the thread that issues its
+/// copies (`leader`) and its named barrier (1 and 2 are the ping-pong's).
+///
+/// A tile's chunks, in the order they are filled: 64-row atom ma (of this warpgroup) x 128-byte
+/// column pieces `ch` (SwapC: 32 C rows, two 32 x 32 boxes). When the epilogue reads C, the
+/// first epi_bufs chunks' loads go out before the tile's main loop (`prefetch_c`), so they land
+/// under it; with two buffers each chunk then loads the next one as soon as that buffer's last
+/// store has read it.
+template <class Cfg, bool RS, bool SwapC, class Epi>
+struct wgmma_tma_store {
+  static constexpr int MA = Cfg::m_atoms, BN = Cfg::BN, EB = Cfg::epi_bufs;
+  using thread_t = wgmma_thread<Cfg, RS>;
+
+  const wgmma_smem<Cfg> sm;
+  const thread_t th;
+  const gemm_args& p;
+  const CUtensorMap* map_c;
+  const unsigned base; // this warpgroup's buffers
+  const bool leader;
+  const int bar;
+  const bool read_c;        // the epilogue reads C (through the buffers)
+  const int c_rows, c_cols; // C as stored
+  const int cw_cols;        // columns of C in one chunk
+  const int chunks;         // chunks per tile
+  int n = 0;                // this warpgroup's chunks so far
+
+  CUFUSE_DEVICE_FN wgmma_tma_store(const wgmma_smem<Cfg>& s, const thread_t& t,
+                                   const gemm_args& args, const CUtensorMap* map, const Epi& epi)
+      : sm(s), th(t), p(args), map_c(map), base(s.epi(t.cw)), leader(t.tid % 128 == 0),
+        bar(3 + t.cw), read_c(args.epi_tma && epi.reads_c(args)), c_rows(SwapC ? args.n : args.m),
+        c_cols(SwapC ? args.m : args.n),
+        cw_cols(SwapC ? 32 : 128 / (args.out_type == int(dtype::f32) ? 4 : 2)),
+        chunks(MA * (BN / cw_cols)) {}
+
+  /// Before a tile's main loop: an epilogue that reads C loads the tile's first chunks of C.
+  CUFUSE_DEVICE_FN void prefetch_c(const block_work& w, int bc) const {
+    if (read_c && leader) {
+      bulk_wait_read<0>(); // the previous tile's last stores have read their buffers
+      for (int c = 0; c < EB && c < chunks; ++c) {
+        load_c(w, bc, c, n + c);
+      }
+    }
+  }
+
+  /// The tile's accumulators to C, chunk by chunk (`eb`: the epilogue of the tile's batch).
+  CUFUSE_DEVICE_FN void store(const float (&acc)[MA][BN / 2], const block_work& w, int bc,
+                              const Epi& eb) {
+    auto by_type = [&](auto with_c) {
+      if (p.out_type == int(dtype::f32)) {
+        store_tile<4>(with_c, acc, w, bc, eb);
+      } else if constexpr (!SwapC) {
+        store_tile<2>(with_c, acc, w, bc, eb);
+      }
+    };
+    if (read_c) {
+      by_type(std::true_type{});
+    } else {
+      by_type(std::false_type{});
+    }
+  }
+
+  /// After the block's last tile: its shared memory must outlive the last stores.
+  CUFUSE_DEVICE_FN void finish() const {
+    if (leader) {
+      bulk_wait_all();
+    }
+  }
+
+private:
+  /// Loads chunk c of the tile at `w` into the buffer of chunk number `cn` and arms that
+  /// buffer's barrier (the leader only).
+  CUFUSE_DEVICE_FN void load_c(const block_work& w, int bc, int c, int cn) const {
+    const int slot = cn % EB;
+    const unsigned buf = base + unsigned(slot * Cfg::epi_buf_bytes);
+    const unsigned b = sm.c_loaded(th.cw * EB + slot);
+    const int ma = c / (BN / cw_cols), ch = c % (BN / cw_cols);
+    const int r0 = th.atom_row(ma);
+    mbar_expect_tx(b, Cfg::epi_buf_bytes);
+    if constexpr (SwapC) {
+      tma_load(buf, map_c, b, w.m0 + r0, w.n0 + ch * 32, bc);
+      tma_load(buf + 4096, map_c, b, w.m0 + r0 + 32, w.n0 + ch * 32, bc);
+    } else {
+      tma_load(buf, map_c, b, w.n0 + ch * cw_cols, w.m0 + r0, bc);
+    }
+  }
+
+  /// Chunk `c_local` of the tile begins: wait until its buffer's previous store has read it (RC:
+  /// until C's chunk has landed in it, and load the next chunk). Returns the buffer.
+  template <bool RC>
+  CUFUSE_DEVICE_FN unsigned begin_chunk(const block_work& w, int bc, int c_local) const {
+    const unsigned buf = base + unsigned((n % EB) * Cfg::epi_buf_bytes);
+    if (leader) {
+      if constexpr (!RC) {
+        bulk_wait_read<EB - 1>();
+      } else if constexpr (EB == 1) {
+        if (c_local > 0) { // chunk 0 was loaded before the main loop
+          bulk_wait_read<0>();
+          load_c(w, bc, c_local, n);
+        }
+      } else if (c_local > 0 && c_local + 1 < chunks) {
+        // Chunks 0 and 1 were loaded before the main loop; the next chunk's buffer is the
+        // previous chunk's, once its store has read it.
+        bulk_wait_read<0>();
+        load_c(w, bc, c_local + 1, n + 1);
+      }
+    }
+    named_barrier(bar, 128);
+    if constexpr (RC) {
+      mbar_wait(sm.c_loaded(th.cw * EB + n % EB), unsigned(n / EB) & 1u);
+    }
+    return buf;
+  }
+
+  /// The chunk is written: publish it to the async proxy (the leader then stores it).
+  CUFUSE_DEVICE_FN void end_chunk() {
+    fence_async_shared();
+    named_barrier(bar, 128);
+    ++n;
+  }
+
+  /// The epilogue's value of accumulator `a` at C's (row, col); RC: `c` holds C's value.
+  /// Reading no C is a separate instantiation, so its stores carry no C arithmetic (with a
+  /// run-time beta, FP16 4096x4096x128 ran 18% slower).
+  template <bool RC>
+  CUFUSE_DEVICE_FN float value(const Epi& eb, float a, float c, std::int64_t row,
+                               std::int64_t col) const {
+    if constexpr (Epi::loads) { // TMA clips what lies outside C; the epilogue must not read
+      if (row >= c_rows || col >= c_cols) {
+        return 0.0f;
+      }
+    }
+    return eb.template value<RC>(p, a, c, row, col);
+  }
+
+  /// The epilogue's further outputs of accumulators a0, a1 at (row, col), (row, col + 1).
+  CUFUSE_DEVICE_FN void extra(const Epi& eb, float a0, float a1, std::int64_t row,
+                              std::int64_t col) const {
+    if constexpr (Epi::extra_outputs) {
+      if (row < c_rows) {
+        const float v[2] = {a0, a1};
+        eb.store_extra(row, col, v, ::max(0, ::min(2, int(c_cols - col))));
+      }
+    }
+  }
+
+  /// A pair of 16-bit outputs at (row, col), (row, col + 1), from accumulators a0, a1, written to
+  /// the buffer at `addr` as one 32-bit word (RC: C's pair is read from there first).
+  template <bool RC>
+  CUFUSE_DEVICE_FN void pair16(const Epi& eb, float a0, float a1, unsigned addr, std::int64_t row,
+                               std::int64_t col) const {
+    extra(eb, a0, a1, row, col);
+    float c[2] = {0.0f, 0.0f};
+    if constexpr (RC) {
+      const unsigned pair = ld_shared_b32(addr); // C's pair, as stored
+      c[0] = load_out(&pair, 0, p.out_type);
+      c[1] = load_out(&pair, 1, p.out_type);
+    }
+    st_shared_b32(addr, pack_out16(value<RC>(eb, a0, c[0], row, col),
+                                   value<RC>(eb, a1, c[1], row, col + 1), p.out_type));
+  }
+
+  /// The same for two fp32 outputs.
+  template <bool RC>
+  CUFUSE_DEVICE_FN void pair32(const Epi& eb, float a0, float a1, unsigned addr, std::int64_t row,
+                               std::int64_t col) const {
+    extra(eb, a0, a1, row, col);
+    float c[2] = {0.0f, 0.0f};
+    if constexpr (RC) {
+      ld_shared_f32x2(addr, c[0], c[1]);
+    }
+    st_shared_f32x2(addr, value<RC>(eb, a0, c[0], row, col), value<RC>(eb, a1, c[1], row, col + 1));
+  }
+
+  /// Every chunk of the tile, for C elements of OS bytes.
+  template <int OS, class WithC>
+  CUFUSE_DEVICE_FN void store_tile(WithC, const float (&acc)[MA][BN / 2], const block_work& w,
+                                   int bc, const Epi& eb) {
+    constexpr bool RC = WithC::value;
+    int c_local = 0; // the chunk's number in the tile
+    CUFUSE_UNROLL
+    for (int ma = 0; ma < MA; ++ma) {
+      const int r0 = th.atom_row(ma);
+      if constexpr (SwapC) {
+        // MMA rows are C's columns: a chunk is 32 MMA columns (C rows) x 64 MMA rows, held as
+        // two 32 x 32 boxes of C; rows rs_row, rs_row + 1 are adjacent C columns.
+        const int box = th.rs_row >> 5, rr = th.rs_row & 31;
+        const auto off = [&](int cr) {
+          return unsigned(box * 4096 + cr * 128 + (((rr >> 2) ^ (cr & 7)) << 4) + (rr & 3) * 4);
+        };
+        CUFUSE_UNROLL
+        for (int ch = 0; ch < BN / 32; ++ch) {
+          const unsigned buf = begin_chunk<RC>(w, bc, c_local++);
+          CUFUSE_UNROLL
+          for (int jj = 0; jj < 4; ++jj) {
+            const int j = ch * 4 + jj, c = jj * 8 + 2 * th.q;
+            const std::int64_t row = w.n0 + ch * 32 + c, col = w.m0 + r0 + th.rs_row;
+            const float* a = acc[ma] + j * 4;
+            pair32<RC>(eb, a[0], a[2], buf + off(c), row, col);
+            pair32<RC>(eb, a[1], a[3], buf + off(c + 1), row + 1, col);
+          }
+          end_chunk();
+          if (leader) {
+            tma_store(map_c, buf, w.m0 + r0, w.n0 + ch * 32, bc);
+            tma_store(map_c, buf + 4096, w.m0 + r0 + 32, w.n0 + ch * 32, bc);
+            bulk_commit();
+          }
+        }
+      } else {
+        // A chunk is the atom's 64 rows x 128 bytes of columns; 16-byte units XOR-swizzled with
+        // the row (the map's 128-byte swizzle), so a warp's stores hit distinct banks.
+        constexpr int CW = 128 / OS;
+        const int ra = th.row_a(), rb = th.row_b();
+        CUFUSE_UNROLL
+        for (int ch = 0; ch < BN / CW; ++ch) {
+          const unsigned buf = begin_chunk<RC>(w, bc, c_local++);
+          CUFUSE_UNROLL
+          for (int jj = 0; jj < CW / 8; ++jj) {
+            const int j = ch * (CW / 8) + jj;
+            const std::int64_t row_a = w.m0 + r0 + ra, row_b = w.m0 + r0 + rb;
+            const std::int64_t col = w.n0 + j * 8 + 2 * th.q;
+            const float* a = acc[ma] + j * 4;
+            if constexpr (OS == 2) {
+              const unsigned lo = buf + unsigned(ra * 128 + ((jj ^ (ra & 7)) << 4) + 4 * th.q);
+              const unsigned hi = buf + unsigned(rb * 128 + ((jj ^ (rb & 7)) << 4) + 4 * th.q);
+              pair16<RC>(eb, a[0], a[1], lo, row_a, col);
+              pair16<RC>(eb, a[2], a[3], hi, row_b, col);
+            } else {
+              const int u = 2 * jj + (th.q >> 1), within = (th.q & 1) * 8;
+              pair32<RC>(eb, a[0], a[1], buf + unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within),
+                         row_a, col);
+              pair32<RC>(eb, a[2], a[3], buf + unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within),
+                         row_b, col);
+            }
+          }
+          end_chunk();
+          if (leader) {
+            tma_store(map_c, buf, w.n0 + ch * CW, w.m0 + r0, bc);
+            bulk_commit();
+          }
+        }
+      }
+    }
+  }
+};
+
+} // namespace cufuse::gemm_detail
