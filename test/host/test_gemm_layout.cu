@@ -9,7 +9,9 @@
 //   the threads' copies cover every 16-byte chunk of a stage exactly once;
 // - the FP32 SIMT cp.async copies (simt_copier, every pipelined SIMT configuration, both
 //   operands, both copy modes): each copy writes the element it reads to [k][mn] of the stage,
-//   and the copies of one K tile cover every element exactly once.
+//   and the copies of one K tile cover every element exactly once;
+// - the wgmma register-A path (TF32, M-major A): each consumer thread's precomputed fragment
+//   offsets address the elements its registers hold, in the TMA boxes' 128-byte swizzle.
 // The variant lists and their names, as libcufuse builds them (src/gemm, internal).
 #include "gemm/variant_launch.cuh"
 
@@ -319,5 +321,76 @@ TEST_CASE("gemm: mma.sync shared-memory addressing matches the fragment layouts"
   configs += check_list(mma_tma_tf32_variants{}, bad);
   INFO(bad.size() << " mismatches; first: " << (bad.empty() ? "" : bad.front()));
   CHECK(configs == 27); // 8 FP16, 8 BF16, 7 TF32, 4 TF32 with TMA loads
+  CHECK(bad.empty());
+}
+
+namespace {
+/// Byte offset of element (m, k) of an M-major TF32 wgmma A tile of one 64-row MMA, from first
+/// principles: TMA boxes of 32 M-elements (128 bytes) x BK K-rows, each box 128-byte swizzled.
+int wgmma_a_mn_byte(int bk, int m, int k) {
+  const int o = k * 128 + (m & 31) * 4;
+  return (m >> 5) * bk * 128 + (o ^ (((o >> 7) & 7) << 4));
+}
+
+/// The register-A path (TF32, M-major A): each consumer thread's precomputed fragment offsets
+/// (`wgmma_thread::rs_lo` / `rs_hi`, advanced by 1024 bytes per K step) address the elements
+/// its fragment registers hold: rows rs_row and rs_row + 1 (the fragment's rows g and g + 8),
+/// K rows 8 ks + q and 8 ks + q + 4; the rows of a warpgroup cover the 64-row atom once; a half
+/// warp's 8-byte reads hit all 32 banks once.
+template <class Cfg>
+int check_wgmma_rs(std::vector<std::string>& bad) {
+  constexpr int BK = Cfg::BK, KS = BK / Cfg::mma_k;
+  for (int cw = 0; cw < Cfg::consumers; ++cw) {
+    std::vector<int> rows(64, 0);
+    for (int t = 0; t < 128; ++t) {
+      const wgmma_thread<Cfg, true> th(128 * (cw + 1) + t);
+      rows[th.row_a()] += th.q == 0;
+      rows[th.row_b()] += th.q == 0;
+      for (int ks = 0; ks < KS; ++ks) {
+        const int k = ks * 8 + th.q;
+        const int lo = int(th.rs_lo) + ks * 1024, hi = int(th.rs_hi) + ks * 1024;
+        if (lo != wgmma_a_mn_byte(BK, th.rs_row, k) ||
+            lo + 4 != wgmma_a_mn_byte(BK, th.rs_row + 1, k) ||
+            hi != wgmma_a_mn_byte(BK, th.rs_row, k + 4) ||
+            hi + 4 != wgmma_a_mn_byte(BK, th.rs_row + 1, k + 4)) {
+          bad.push_back(std::to_string(Cfg::BM) + "x" + std::to_string(Cfg::BN) + " thread " +
+                        std::to_string(t) + " ks " + std::to_string(ks));
+        }
+      }
+    }
+    for (int r = 0; r < 64; ++r) {
+      if (rows[r] != 1) {
+        bad.push_back("row " + std::to_string(r) + " held " + std::to_string(rows[r]) + " times");
+      }
+    }
+    for (int half = 0; half < 8; ++half) { // 4 warps x 2 half warps
+      std::vector<int> banks(32, 0);
+      for (int l = 0; l < 16; ++l) {
+        const wgmma_thread<Cfg, true> th(128 * (cw + 1) + half * 16 + l);
+        ++banks[(th.rs_lo / 4) % 32];
+        ++banks[(th.rs_lo / 4 + 1) % 32];
+      }
+      for (int b = 0; b < 32; ++b) {
+        if (banks[b] != 1) {
+          bad.push_back("half warp " + std::to_string(half) + ": bank " + std::to_string(b) +
+                        " read " + std::to_string(banks[b]) + " times");
+        }
+      }
+    }
+  }
+  return 1;
+}
+
+template <class... C>
+int check_wgmma_rs_list(variant_list<C...>, std::vector<std::string>& bad) {
+  return (check_wgmma_rs<C>(bad) + ...);
+}
+} // namespace
+
+TEST_CASE("gemm: the wgmma register-A offsets address the fragments' elements", "[gemm_layout]") {
+  std::vector<std::string> bad;
+  const int configs = check_wgmma_rs_list(wgmma_tf32_variants{}, bad);
+  INFO(bad.size() << " mismatches; first: " << (bad.empty() ? "" : bad.front()));
+  CHECK(configs == 4);
   CHECK(bad.empty());
 }

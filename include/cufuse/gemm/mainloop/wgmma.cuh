@@ -161,7 +161,7 @@ struct wgmma_thread {
   /// with the K row). K step ks reads K rows 8 ks + q (+ 4): the same chunks, 1024 ks bytes on.
   unsigned rs_lo = 0, rs_hi = 0;
 
-  CUFUSE_DEVICE_FN explicit wgmma_thread(int t)
+  __host__ __device__ __forceinline__ explicit wgmma_thread(int t)
       : tid(t), cw(t / 128 - 1), lane(t & 31), warp((t % 128) / 32), g(lane >> 2), q(lane & 3),
         rs_row(32 * (warp >> 1) + 8 * (warp & 1) + 16 * ((g >> 1) & 1) + 4 * (g >> 2) +
                2 * (g & 1)) {
@@ -173,14 +173,16 @@ struct wgmma_thread {
       };
       rs_lo = offset(q);
       rs_hi = offset(q + 4);
+#if defined(__CUDA_ARCH__)
       // Opaque to the compiler, which otherwise recomputed them from the thread index in every K
-      // tile (~40 integer instructions per tile, TF32 NN 128x128 -7%).
+      // tile (~35 integer instructions per tile, TF32 NN 128x128 -7%; bench/JOURNAL.md g33).
       asm("mov.b32 %0, %0;" : "+r"(rs_lo));
       asm("mov.b32 %0, %0;" : "+r"(rs_hi));
+#endif
     }
   }
-  CUFUSE_DEVICE_FN int row_a() const { return RS ? rs_row : warp * 16 + g; }
-  CUFUSE_DEVICE_FN int row_b() const { return RS ? row_a() + 1 : row_a() + 8; }
+  __host__ __device__ __forceinline__ int row_a() const { return RS ? rs_row : warp * 16 + g; }
+  __host__ __device__ __forceinline__ int row_b() const { return RS ? row_a() + 1 : row_a() + 8; }
   /// This warpgroup's m64 atom `ma` among the tile's, and its first tile row.
   CUFUSE_DEVICE_FN int atom(int ma) const { return (Cfg::pingpong ? 0 : cw) * Cfg::m_atoms + ma; }
   CUFUSE_DEVICE_FN int atom_row(int ma) const { return atom(ma) * 64; }
