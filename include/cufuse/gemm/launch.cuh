@@ -267,8 +267,7 @@ cudaError_t launch_mma_tma(Kernel kernel, const oriented& o, const Epi& epi, dim
   if (e != cudaSuccess) {
     return e;
   }
-  const dim3 tiles(
-      unsigned(((args.m + Cfg::BM - 1) / Cfg::BM) * ((args.n + Cfg::BN - 1) / Cfg::BN)), 1, grid.z);
+  const dim3 tiles(tile_count<Cfg::BM, Cfg::BN>(args.m, args.n), 1, grid.z);
   kernel<<<tiles, dim3(Cfg::threads), Cfg::smem_bytes, stream>>>(maps.a, maps.b, args, epi);
   return cudaSuccess;
 }
@@ -290,9 +289,7 @@ cudaError_t launch_variant(const gemm_args& args, const void* epi, bool ta, bool
     return launch_mma_tma<Cfg>(k, o, e, grid, stream);
   } else {
     // One block per output tile of the orientation the kernel runs (grid.y, grid.z as given).
-    const dim3 g(
-        unsigned(((o.args.m + Cfg::BM - 1) / Cfg::BM) * ((o.args.n + Cfg::BN - 1) / Cfg::BN)),
-        grid.y, grid.z);
+    const dim3 g(tile_count<Cfg::BM, Cfg::BN>(o.args.m, o.args.n), grid.y, grid.z);
     k<<<g, dim3(Cfg::threads), Cfg::smem_bytes, stream>>>(o.args, e);
     return cudaSuccess;
   }

@@ -51,6 +51,14 @@ CUFUSE_DEVICE_FN void zero_acc(A& acc) {
   }
 }
 
+/// Output tiles of BM x BN over an m x n matrix: the grid of the one-block-per-tile kernels
+/// (one block per tile, blockIdx.x = the tile in locate_tile's order) and the work of the
+/// persistent ones (the host side; the kernels compute the same from gemm_args).
+template <int BM, int BN>
+constexpr unsigned tile_count(std::int64_t m, std::int64_t n) {
+  return unsigned((m + BM - 1) / BM) * unsigned((n + BN - 1) / BN);
+}
+
 /// The work of output tile `pid` (of one batch x split plane `z`): groups of 8 tile rows are
 /// walked column by column so that blocks running together share A and B tiles in L2.
 template <int BM, int BN, int AElem, int Vec>
@@ -113,7 +121,7 @@ struct persistent_tiles {
   /// The grid (host): a block per tile, at most `resident` (the blocks the GPU holds at once).
   static constexpr unsigned grid(std::int64_t m, std::int64_t n, unsigned batches,
                                  unsigned resident) {
-    const unsigned tiles = unsigned((m + BM - 1) / BM) * unsigned((n + BN - 1) / BN) * batches;
+    const unsigned tiles = tile_count<BM, BN>(m, n) * batches;
     return tiles < resident ? tiles : resident;
   }
 };
