@@ -20,6 +20,7 @@
 /// the matrix, so M, N and K tails need no special path.
 #pragma once
 
+#include "../arch/cp_async.cuh"
 #include "../arch/sm90.cuh"
 #include "../tile.cuh"
 
