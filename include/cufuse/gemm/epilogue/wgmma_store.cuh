@@ -181,12 +181,59 @@ private:
   template <bool RC>
   CUFUSE_DEVICE_FN float value(const Epi& eb, float a, float c, std::int64_t row,
                                std::int64_t col) const {
-    if constexpr (Epi::loads) { // TMA clips what lies outside C; the epilogue must not read
-      if (row >= c_rows || col >= c_cols) {
-        return 0.0f;
-      }
+    if constexpr (Epi::loads) {
+      // TMA clips what lies outside C, but the epilogue must not read there: it reads at the
+      // position clamped into C (a value never stored). Clamped, not branched around, so that
+      // the loads of a chunk carry no branch and go out together (store_pairs).
+      row = row < c_rows ? row : c_rows - 1;
+      col = col < c_cols ? col : c_cols - 1;
     }
     return eb.template value<RC>(p, a, c, row, col);
+  }
+
+  /// One pair of a chunk: accumulators a0, a1 for C's (row, col), (row, col + 1), at buffer
+  /// address `addr`.
+  struct pair_at {
+    float a0, a1;
+    unsigned addr;
+    std::int64_t row, col;
+  };
+
+  /// A chunk's pairs into its buffer, as OS-byte elements (RC: C's values are read from there
+  /// first), for an epilogue that reads memory: every value of the chunk first, then the stores.
+  /// The shared stores are compiler barriers (inline PTX with a memory clobber): pair by pair
+  /// (store_tile's loop for the standard epilogue, which reads no memory of its own), each of
+  /// the epilogue's global loads would be waited on alone, between two stores.
+  template <bool RC, int OS, int NP>
+  CUFUSE_DEVICE_FN void store_pairs(const Epi& eb, const pair_at (&pr)[NP]) const {
+    static_assert(Epi::loads, "cufuse: the standard epilogue stores pair by pair (store_tile)");
+    float c[NP][2];
+    CUFUSE_UNROLL
+    for (int i = 0; i < NP; ++i) {
+      c[i][0] = c[i][1] = 0.0f;
+      if constexpr (RC && OS == 2) {
+        const unsigned pair = ld_shared_b32(pr[i].addr); // C's pair, as stored
+        c[i][0] = load_out(&pair, 0, p.out_type);
+        c[i][1] = load_out(&pair, 1, p.out_type);
+      } else if constexpr (RC) {
+        ld_shared_f32x2(pr[i].addr, c[i][0], c[i][1]);
+      }
+    }
+    float v[NP][2];
+    CUFUSE_UNROLL
+    for (int i = 0; i < NP; ++i) {
+      v[i][0] = value<RC>(eb, pr[i].a0, c[i][0], pr[i].row, pr[i].col);
+      v[i][1] = value<RC>(eb, pr[i].a1, c[i][1], pr[i].row, pr[i].col + 1);
+    }
+    CUFUSE_UNROLL
+    for (int i = 0; i < NP; ++i) {
+      extra(eb, pr[i].a0, pr[i].a1, pr[i].row, pr[i].col);
+      if constexpr (OS == 2) {
+        st_shared_b32(pr[i].addr, pack_out16(v[i][0], v[i][1], p.out_type));
+      } else {
+        st_shared_f32x2(pr[i].addr, v[i][0], v[i][1]);
+      }
+    }
   }
 
   /// The epilogue's further outputs of accumulators a0, a1 at (row, col), (row, col + 1).
@@ -247,13 +294,26 @@ private:
         CUFUSE_UNROLL
         for (int ch = 0; ch < BN / 32; ++ch) {
           const unsigned buf = begin_chunk<RC>(w, bc, c_local++);
-          CUFUSE_UNROLL
-          for (int jj = 0; jj < 4; ++jj) {
-            const int j = ch * 4 + jj, c = jj * 8 + 2 * th.q;
-            const std::int64_t row = w.n0 + ch * 32 + c, col = w.m0 + r0 + th.rs_row;
-            const float* a = acc[ma] + j * 4;
-            pair32<RC>(eb, a[0], a[2], buf + off(c), row, col);
-            pair32<RC>(eb, a[1], a[3], buf + off(c + 1), row + 1, col);
+          if constexpr (Epi::loads) {
+            pair_at pr[8];
+            CUFUSE_UNROLL
+            for (int jj = 0; jj < 4; ++jj) {
+              const int j = ch * 4 + jj, c = jj * 8 + 2 * th.q;
+              const std::int64_t row = w.n0 + ch * 32 + c, col = w.m0 + r0 + th.rs_row;
+              const float* a = acc[ma] + j * 4;
+              pr[2 * jj] = pair_at{a[0], a[2], buf + off(c), row, col};
+              pr[2 * jj + 1] = pair_at{a[1], a[3], buf + off(c + 1), row + 1, col};
+            }
+            store_pairs<RC, 4>(eb, pr);
+          } else {
+            CUFUSE_UNROLL
+            for (int jj = 0; jj < 4; ++jj) {
+              const int j = ch * 4 + jj, c = jj * 8 + 2 * th.q;
+              const std::int64_t row = w.n0 + ch * 32 + c, col = w.m0 + r0 + th.rs_row;
+              const float* a = acc[ma] + j * 4;
+              pair32<RC>(eb, a[0], a[2], buf + off(c), row, col);
+              pair32<RC>(eb, a[1], a[3], buf + off(c + 1), row + 1, col);
+            }
           }
           end_chunk();
           if (leader) {
@@ -270,23 +330,44 @@ private:
         CUFUSE_UNROLL
         for (int ch = 0; ch < BN / CW; ++ch) {
           const unsigned buf = begin_chunk<RC>(w, bc, c_local++);
-          CUFUSE_UNROLL
-          for (int jj = 0; jj < CW / 8; ++jj) {
-            const int j = ch * (CW / 8) + jj;
-            const std::int64_t row_a = w.m0 + r0 + ra, row_b = w.m0 + r0 + rb;
-            const std::int64_t col = w.n0 + j * 8 + 2 * th.q;
-            const float* a = acc[ma] + j * 4;
-            if constexpr (OS == 2) {
-              const unsigned lo = buf + unsigned(ra * 128 + ((jj ^ (ra & 7)) << 4) + 4 * th.q);
-              const unsigned hi = buf + unsigned(rb * 128 + ((jj ^ (rb & 7)) << 4) + 4 * th.q);
-              pair16<RC>(eb, a[0], a[1], lo, row_a, col);
-              pair16<RC>(eb, a[2], a[3], hi, row_b, col);
-            } else {
-              const int u = 2 * jj + (th.q >> 1), within = (th.q & 1) * 8;
-              pair32<RC>(eb, a[0], a[1], buf + unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within),
-                         row_a, col);
-              pair32<RC>(eb, a[2], a[3], buf + unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within),
-                         row_b, col);
+          if constexpr (Epi::loads) {
+            pair_at pr[CW / 4];
+            CUFUSE_UNROLL
+            for (int jj = 0; jj < CW / 8; ++jj) {
+              const int j = ch * (CW / 8) + jj;
+              const std::int64_t row_a = w.m0 + r0 + ra, row_b = w.m0 + r0 + rb;
+              const std::int64_t col = w.n0 + j * 8 + 2 * th.q;
+              const float* a = acc[ma] + j * 4;
+              // 16-bit: a pair is one 32-bit word of a 16-byte unit; fp32: two words
+              const int u = OS == 2 ? jj : 2 * jj + (th.q >> 1);
+              const int within = OS == 2 ? 4 * th.q : (th.q & 1) * 8;
+              pr[2 * jj] =
+                  pair_at{a[0], a[1], buf + unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within),
+                          row_a, col};
+              pr[2 * jj + 1] =
+                  pair_at{a[2], a[3], buf + unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within),
+                          row_b, col};
+            }
+            store_pairs<RC, OS>(eb, pr);
+          } else {
+            CUFUSE_UNROLL
+            for (int jj = 0; jj < CW / 8; ++jj) {
+              const int j = ch * (CW / 8) + jj;
+              const std::int64_t row_a = w.m0 + r0 + ra, row_b = w.m0 + r0 + rb;
+              const std::int64_t col = w.n0 + j * 8 + 2 * th.q;
+              const float* a = acc[ma] + j * 4;
+              if constexpr (OS == 2) {
+                const unsigned lo = buf + unsigned(ra * 128 + ((jj ^ (ra & 7)) << 4) + 4 * th.q);
+                const unsigned hi = buf + unsigned(rb * 128 + ((jj ^ (rb & 7)) << 4) + 4 * th.q);
+                pair16<RC>(eb, a[0], a[1], lo, row_a, col);
+                pair16<RC>(eb, a[2], a[3], hi, row_b, col);
+              } else {
+                const int u = 2 * jj + (th.q >> 1), within = (th.q & 1) * 8;
+                pair32<RC>(eb, a[0], a[1],
+                           buf + unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within), row_a, col);
+                pair32<RC>(eb, a[2], a[3],
+                           buf + unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within), row_b, col);
+              }
             }
           }
           end_chunk();
