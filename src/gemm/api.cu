@@ -177,6 +177,51 @@ std::vector<std::string> fused_variants(const problem& p, const fused_set& set) 
   return out;
 }
 
+/// The variant the tuner has settled on for `p` with the standard epilogue (`set` null) or the
+/// set's epilogue, if it has (a finished bandit commits here).
+std::optional<std::string> chosen_of(const problem& p, const fused_set* set) {
+  const device_state& d = device_state_for(current_device());
+  tuner& t = tuner::get();
+  const auto ks = t.find(key_of(d, p, t.mode(), reinterpret_cast<std::uintptr_t>(set)));
+  if (!ks) {
+    return std::nullopt;
+  }
+  const int vi = ks->chosen.load(std::memory_order_acquire);
+  if (vi < 0) {
+    std::lock_guard<std::mutex> g(ks->mu);
+    if (ks->bandit) {
+      record_finished(*ks); // let a finished bandit commit without another call
+      if (ks->bandit->committed()) {
+        const int arm = ks->bandit->committed_arm();
+        commit(*ks, ks->arms[arm], p, d, ks->bandit->median_seconds(arm));
+        return registry()[ks->arms[arm]].name;
+      }
+    }
+    return std::nullopt;
+  }
+  return registry()[vi].name;
+}
+
+std::optional<std::string> chosen_fused(const problem& p, const fused_set& set) {
+  return chosen_of(p, &set);
+}
+
+void record_fused(const problem& p, const fused_set& set, const std::string& variant,
+                  double seconds) {
+  const std::vector<std::string> names = fused_variants(p, set);
+  if (std::find(names.begin(), names.end(), variant) == names.end()) {
+    throw error("cufuse::tuning::record_epilogue: variant '" + variant +
+                "' is not one of this epilogue's variants that can run the problem");
+  }
+  const device_state& d = device_state_for(current_device());
+  tune::tuning_database* db = tuner::get().database(d);
+  if (db == nullptr) {
+    throw error("cufuse::tuning::record_epilogue: no database file (set CUFUSE_TUNE_FILE or call "
+                "cufuse::tuning::set_file)");
+  }
+  db->put(db_key(p, set.epilogue), {variant, seconds});
+}
+
 } // namespace cufuse::gemm_detail
 
 namespace cufuse::tuning {
@@ -239,26 +284,7 @@ double time(const gemm_problem& p, const std::string& name, cudaStream_t stream,
 }
 
 std::optional<std::string> chosen(const gemm_problem& p, const gemm_options&) {
-  const device_state& d = device_state_for(gemm_detail::current_device());
-  tuner& t = tuner::get();
-  const auto ks = t.find(gemm_detail::key_of(d, p, t.mode()));
-  if (!ks) {
-    return std::nullopt;
-  }
-  const int vi = ks->chosen.load(std::memory_order_acquire);
-  if (vi < 0) {
-    std::lock_guard<std::mutex> g(ks->mu);
-    if (ks->bandit) {
-      gemm_detail::record_finished(*ks); // let a finished bandit commit without another call
-      if (ks->bandit->committed()) {
-        const int arm = ks->bandit->committed_arm();
-        gemm_detail::commit(*ks, ks->arms[arm], p, d, ks->bandit->median_seconds(arm));
-        return registry()[ks->arms[arm]].name;
-      }
-    }
-    return std::nullopt;
-  }
-  return registry()[vi].name;
+  return gemm_detail::chosen_of(p, nullptr);
 }
 
 void record(const gemm_problem& p, const std::string& name, double seconds, const gemm_options&) {

@@ -6,7 +6,12 @@
 ///
 ///   cufuse-tune --shapes 4096x4096x4096,512x4096x4096 --dtypes bf16,f16 --trans NN,NT \
 ///               --file tune.db [--exhaustive] [--json out.json]
+///
+/// --epilogue bias_gelu[,bias_relu,bias] tunes GEMMs with those epilogues instead (the keys of
+/// `cufuse::gemm(A, W, Y, cufuse::gelu_tanh(cufuse::acc + bias))` and the like; tune_epilogue.hpp):
+/// every variant of the epilogue's set timed, the fastest recorded.
 #include "cublas_gemm.hpp"
+#include "tune_epilogue.hpp"
 
 #include <cufuse/gemm.cuh>
 #include <cufuse/memory/device.hpp>
@@ -24,6 +29,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -45,9 +51,10 @@ struct options {
   std::string json;
   bool exhaustive = false;
   bool cublas = true;
-  std::vector<std::string> only; // keep variants whose name contains one of these (profiling)
-  int samples = 5;               // exhaustive samples per variant
-  int reruns = 10;               // runs of the chosen variant and of cuBLAS for the reported speed
+  std::vector<std::string> only;      // keep variants whose name contains one of these (profiling)
+  std::vector<std::string> epilogues; // --epilogue: tune these named epilogues instead
+  int samples = 5;                    // exhaustive samples per variant
+  int reruns = 10; // runs of the chosen variant and of cuBLAS for the reported speed
   int replays = 200;
 };
 
@@ -59,6 +66,7 @@ struct options {
       "         [--dtypes f32,tf32,f16,bf16] [--trans NN,NT,TN,TT] [--out-dtype same|f32]\n"
       "         [--batch B] [--file DB] [--exhaustive] [--samples N] [--json OUT]\n"
       "         [--no-cublas] [--only SUBSTR[,SUBSTR...]] [--beta B]\n"
+      "         [--epilogue bias,bias_relu,bias_gelu]  (the GEMM with that epilogue instead)\n"
       "DB defaults to $CUFUSE_TUNE_FILE, else cufuse-tune.db\n",
       why.c_str());
   std::exit(2);
@@ -137,6 +145,8 @@ options parse(int argc, char** argv) {
       o.cublas = false;
     } else if (a == "--only") {
       o.only = split(value(), ',');
+    } else if (a == "--epilogue") {
+      o.epilogues = split(value(), ',');
     } else if (a == "--help" || a == "-h") {
       usage("help");
     } else {
@@ -156,6 +166,20 @@ options parse(int argc, char** argv) {
   }
   if (o.batch < 1) {
     usage("--batch must be >= 1");
+  }
+  for (const auto& e : o.epilogues) {
+    const auto& known = cufuse_tools::named_epilogues();
+    if (std::none_of(known.begin(), known.end(), [&](const auto& k) { return k.first == e; })) {
+      std::string names;
+      for (const auto& k : known) {
+        names += (names.empty() ? "" : ", ") + k.first + " (" + k.second + ")";
+      }
+      usage("unknown epilogue '" + e + "'; known: " + names);
+    }
+  }
+  if (!o.epilogues.empty() && (o.batch != 1 || o.beta != 0.0f || o.exhaustive)) {
+    usage("--epilogue times every variant of the epilogue (no --exhaustive), without --batch or "
+          "--beta");
   }
   return o;
 }
@@ -340,6 +364,108 @@ std::string json_escape(const std::string& s) {
   return o;
 }
 
+/// The named epilogue on `ab` inputs, from the file of that type (CMake builds all three, or
+/// only bf16 where nothing runs: CUFUSE_COMPILE_ONLY).
+cufuse::tuning::epilogue_choice tune_epilogue_of(dtype ab, const std::string& e,
+                                                 const cufuse_tools::epilogue_problem& p,
+                                                 const cufuse::gemm_options& go, int repeats,
+                                                 cudaStream_t stream) {
+  [[maybe_unused]] auto missing = [&](const char* t) -> cufuse::tuning::epilogue_choice {
+    throw cufuse::error(std::string("this cufuse-tune was built without the ") + t +
+                        " epilogues (a CUFUSE_COMPILE_ONLY build)");
+  };
+  if (ab == dtype::f32) {
+#ifdef CUFUSE_TUNE_EPILOGUE_f32
+    return cufuse_tools::tune_named_epilogue_f32(e, p, go, repeats, stream);
+#else
+    return missing("f32");
+#endif
+  }
+  if (ab == dtype::f16) {
+#ifdef CUFUSE_TUNE_EPILOGUE_f16
+    return cufuse_tools::tune_named_epilogue_f16(e, p, go, repeats, stream);
+#else
+    return missing("f16");
+#endif
+  }
+#ifdef CUFUSE_TUNE_EPILOGUE_bf16
+  return cufuse_tools::tune_named_epilogue_bf16(e, p, go, repeats, stream);
+#else
+  return missing("bf16");
+#endif
+}
+
+/// --epilogue: for each epilogue x dtype x transpose x shape, every variant of the epilogue's
+/// kernels timed (cufuse::tuning::tune_epilogue) and the fastest recorded in the database.
+int tune_epilogues(const options& opt, const cudaDeviceProp& prop, cudaStream_t stream) {
+  std::printf("# cufuse-tune --epilogue on %s (%d SMs), database %s\n", prop.name,
+              prop.multiProcessorCount, opt.file.c_str());
+  std::printf("%-6s %-3s %-20s %-10s %-44s %9s %8s\n", "dtype", "op", "shape", "epilogue",
+              "chosen variant", "ms", "TFLOP/s");
+  std::ostringstream js;
+  js << "{\"device\": \"" << json_escape(prop.name) << "\", \"epilogue_keys\": [";
+  bool first_key = true;
+  for (const std::string& dt : opt.dtypes) {
+    cufuse::gemm_options go;
+    dtype ab = dtype::bf16;
+    if (dt == "f32" || dt == "tf32") {
+      ab = dtype::f32;
+      go.math = dt == "tf32" ? cufuse::gemm_math::tf32 : cufuse::gemm_math::fp32;
+    } else if (dt == "f16") {
+      ab = dtype::f16;
+    } else if (dt != "bf16") {
+      usage("unknown dtype " + dt);
+    }
+    const dtype out = opt.out_dtype == "f32" ? dtype::f32 : ab;
+    for (const std::string& tr : opt.trans) {
+      for (const shape& s : opt.shapes) {
+        cufuse_tools::epilogue_problem p{ab,  out, nullptr, nullptr,      nullptr,     nullptr,
+                                         s.m, s.n, s.k,     tr[0] == 'T', tr[1] == 'T'};
+        const long long na = s.m * s.k, nb = s.k * s.n, ny = s.m * s.n;
+        buffers buf; // frees what it holds
+        for (auto [ptr, n, t] : {std::tuple{&p.a, na, ab}, std::tuple{&p.b, nb, ab},
+                                 std::tuple{&p.y, ny, out}, std::tuple{&p.bias, s.n, ab}}) {
+          CHECK(cudaMalloc(ptr, std::max<long long>(n, 1) * cufuse::gemm_dtype_size(t)));
+          buf.a.push_back(*ptr);
+          if (t == dtype::f32) {
+            fill<float>(*ptr, n, 11 + unsigned(n));
+          } else if (t == dtype::f16) {
+            fill<__half>(*ptr, n, 11 + unsigned(n));
+          } else {
+            fill<__nv_bfloat16>(*ptr, n, 11 + unsigned(n));
+          }
+        }
+        CHECK(cudaDeviceSynchronize());
+        for (const std::string& e : opt.epilogues) {
+          const auto c = tune_epilogue_of(ab, e, p, go, opt.samples, stream);
+          const double tf = 2.0 * s.m * s.n * s.k / c.seconds * 1e-12;
+          char shape_s[64];
+          std::snprintf(shape_s, sizeof shape_s, "%lldx%lldx%lld", s.m, s.n, s.k);
+          std::printf("%-6s %-3s %-20s %-10s %-44s %9.4f %8.1f\n", dt.c_str(), tr.c_str(), shape_s,
+                      e.c_str(), c.variant.c_str(), c.seconds * 1e3, tf);
+          std::fflush(stdout);
+          js << (first_key ? "" : ",") << "\n  {\"dtype\": \"" << dt << "\", \"out\": \""
+             << cufuse::gemm_dtype_name(out) << "\", \"trans\": \"" << tr << "\", \"m\": " << s.m
+             << ", \"n\": " << s.n << ", \"k\": " << s.k << ", \"epilogue\": \"" << e
+             << "\", \"chosen\": \"" << c.variant << "\", \"chosen_s\": " << c.seconds
+             << ", \"tflops\": " << tf << "}";
+          first_key = false;
+        }
+      }
+    }
+  }
+  js << "\n]}\n";
+  if (!opt.json.empty()) {
+    std::ofstream(opt.json) << js.str();
+  }
+  if (!cufuse::tuning::save()) {
+    std::fprintf(stderr, "cufuse-tune: the database %s was not written\n", opt.file.c_str());
+    return 1;
+  }
+  std::printf("# wrote %s\n", opt.file.c_str());
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -360,6 +486,13 @@ int main(int argc, char** argv) {
     }
     cudaStream_t stream = nullptr;
     CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    if (!opt.epilogues.empty()) {
+      const int rc = tune_epilogues(opt, prop, stream);
+      if (handle) {
+        cublasDestroy(handle);
+      }
+      return rc;
+    }
     cudaEvent_t e0, e1;
     CHECK(cudaEventCreate(&e0));
     CHECK(cudaEventCreate(&e1));

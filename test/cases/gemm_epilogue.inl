@@ -17,8 +17,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <type_traits>
 #include <cstdlib>
 #include <random>
@@ -328,6 +331,57 @@ TEST_CASE("gemm epilogue: one kernel per call (graph capture), and steady-state 
   const auto [nodes, kernels] = cft::count_kernels(call);
   CHECK(kernels == 1);
   check_close<__nv_bfloat16>(host_of(y), want, "captured");
+}
+
+TEST_CASE("gemm epilogue: tune_epilogue records the fastest variant; the frozen tuner runs it",
+          "[gemm][epilogue]") {
+  std::mt19937 rng(Catch::rngSeed() + 17);
+  const dims d{256, 192, 128};
+  operands<__nv_bfloat16> ops(d.m, d.n, d.k, false, false, data_kind::small_integers, rng);
+  cufuse::tensor<__nv_bfloat16, 1> bias({d.n});
+  cufuse::tensor<float, 2> scale({d.m, 1});
+  cufuse::tensor<__nv_bfloat16, 2> res({d.m, d.n}), y({d.m, d.n});
+  const auto hbias = fill_random(bias, data_kind::reals, rng);
+  const auto hscale = fill_random(scale, data_kind::reals, rng);
+  const auto hres = fill_random(res, data_kind::reals, rng);
+  const auto acc = product(ops.ha, ops.hb, d.m, d.n, d.k, false, false);
+  std::vector<double> want(acc.size());
+  for (index_t i = 0; i < d.m; ++i) {
+    for (index_t j = 0; j < d.n; ++j) {
+      const std::size_t e = std::size_t(i * d.n + j);
+      want[e] = gelu_tanh_ref(acc[e] + hbias[j]) * hscale[i] + hres[e];
+    }
+  }
+  // The epilogue type of the cases above (a new one would instantiate its kernels here).
+  const auto epi = cufuse::gelu_tanh(cufuse::acc + bias) * scale + res;
+  const std::string path = "gemm_epilogue_tune_test.db";
+  std::remove(path.c_str());
+  const cufuse::tune_mode mode0 = cufuse::tuning::mode();
+  const std::string file0 = cufuse::tuning::file();
+  cufuse::tuning::set_file(path);
+  cufuse::tuning::reset();
+  const auto names = cufuse::tuning::epilogue_variants(ops.a, ops.b, y, epi);
+  const auto c = cufuse::tuning::tune_epilogue(ops.a, ops.b, y, epi);
+  CHECK(std::find(names.begin(), names.end(), c.variant) != names.end());
+  CHECK(c.seconds > 0.0);
+  CHECK_THROWS_AS(cufuse::tuning::record_epilogue(ops.a, ops.b, y, epi, "no_such_variant", 1e-3),
+                  cufuse::error);
+  REQUIRE(cufuse::tuning::save());
+  std::ifstream in(path);
+  const std::string db((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(db.find(".e=x") != std::string::npos); // the epilogue's key
+  CHECK(db.find(c.variant) != std::string::npos);
+  // A fresh frozen tuner takes the recorded choice, and the result is right.
+  cufuse::tuning::reset();
+  cufuse::tuning::set_mode(cufuse::tune_mode::frozen);
+  poison_nan(y);
+  cufuse::gemm(ops.a, ops.b, y, epi);
+  check_close<__nv_bfloat16>(host_of(y), want, "frozen " + c.variant);
+  CHECK(cufuse::tuning::chosen_epilogue(ops.a, ops.b, y, epi) == c.variant);
+  cufuse::tuning::set_mode(mode0);
+  cufuse::tuning::set_file(file0);
+  cufuse::tuning::reset();
+  std::remove(path.c_str());
 }
 
 #elif CUFUSE_EPI_PART == 2

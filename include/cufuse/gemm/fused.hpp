@@ -6,6 +6,7 @@
 #include "orient.hpp"
 #include "problem.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,5 +35,14 @@ void run_fused(const problem& p, const fused_set& set, const void* epi, cudaStre
 
 /// The variants of `set` that can run `p` on the current device (tests, tools).
 std::vector<std::string> fused_variants(const problem& p, const fused_set& set);
+
+/// The variant the tuner has settled on for `p` with the set's epilogue, if it has.
+std::optional<std::string> chosen_fused(const problem& p, const fused_set& set);
+
+/// Stores a measured choice for `p` with the set's epilogue in the tuning database (as
+/// cufuse::tuning::record does for the standard epilogue). Throws if `variant` is not one of the
+/// set's variants that can run `p` here, or there is no database file.
+void record_fused(const problem& p, const fused_set& set, const std::string& variant,
+                  double seconds);
 
 } // namespace cufuse::gemm_detail

@@ -15,7 +15,9 @@
 #include "../fused.hpp"
 #include "../launch.cuh"
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
@@ -115,7 +117,10 @@ auto bind_epilogue(const N& n, const extents<3>& out, int out_rank) {
       throw shape_error("cufuse::gemm: an epilogue operand of shape " + n.shp.to_string() +
                         " does not broadcast to the output's shape " + o + "]");
     }
-    return epi_leaf<T, typename N::promo_type>{n.ptr, st[0], st[1], st[2]};
+    // Read-only, whatever the operand's constness: the bound type (and with it the epilogue's
+    // tuning key, epilogue_name) depends on the dtypes and the operations only.
+    return epi_leaf<const std::remove_const_t<T>, typename N::promo_type>{n.ptr, st[0], st[1],
+                                                                         st[2]};
   } else if constexpr (map_arity<N>::value > 0) {
     return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
       using bound =
@@ -247,7 +252,10 @@ struct fused_configs<float> {
 };
 
 /// A stable name of an epilogue type for tuning keys: "x" and 16 hex digits of a hash of its
-/// (mangled) type name.
+/// (mangled) type name. Named by the bound epilogue (expression_epilogue): operations, scalar
+/// types and the operands' dtypes, not whether an operand is a tensor or a view, nor its shape
+/// (those are run-time strides of the same kernels), so that `cufuse-tune --epilogue` and
+/// tuning::tune_epilogue write the key a program's own expression looks up.
 template <class E>
 std::string epilogue_name() {
   std::uint64_t h = 1469598103934665603ull;
@@ -263,11 +271,11 @@ std::string epilogue_name() {
 }
 
 /// The kernels of epilogue type `Epi` on `T` inputs, instantiated here (one object per type).
-template <class T, class Epi, class Named>
+template <class T, class Epi>
 const fused_set& fused_set_of() {
   static const fused_set s = []<class... C>(variant_list<C...>) {
     return fused_set{
-        epilogue_name<Named>(),
+        epilogue_name<Epi>(),
         {fused_kernel{variant_name<C>(), &launch_variant<C, Epi>, &prepare_variant<C, Epi>}...}};
   }(typename fused_configs<T>::type{});
   return s;
@@ -292,13 +300,23 @@ std::pair<const void*, std::size_t> span_of_leaf(const L& l) {
   return {l.ptr, (last + 1) * sizeof(*l.ptr)};
 }
 
+/// What run_epilogue does with the problem: run it (no member set), or instead put the names
+/// of the variants the epilogue's kernels offer for it into `*list`, or record `*record` (a
+/// variant name) measured at `seconds` as its choice in the tuning database, or put the
+/// variant the tuner has settled on for it into `*chosen`.
+struct epilogue_action {
+  std::vector<std::string>* list = nullptr;
+  const std::string* record = nullptr;
+  double seconds = 0.0;
+  std::optional<std::string>* chosen = nullptr;
+};
+
 /// The GEMM with an epilogue: `outs` are the destinations (leaves; the first is C), `exprs`
-/// their expressions (unbound nodes). `list`: instead of running, the names of the variants
-/// the epilogue's kernels offer for this problem.
+/// their expressions (unbound nodes); `act`: run, list or record (epilogue_action).
 template <class A, class B, class... Ds, class... Es>
 void run_epilogue(A&& a, B&& b, const detail::pack<Ds...>& outs, const detail::pack<Es...>& exprs,
                   bool batched, const gemm_options& options, cudaStream_t stream,
-                  std::vector<std::string>* list = nullptr) {
+                  const epilogue_action& act = {}) {
   static_assert(sizeof...(Ds) == sizeof...(Es),
                 "cufuse::gemm: give as many epilogue expressions as outputs (tie / pack)");
   static_assert((detail::epilogue_node_v<Es> && ...),
@@ -385,9 +403,13 @@ void run_epilogue(A&& a, B&& b, const detail::pack<Ds...>& outs, const detail::p
     using Epi = detail::expression_epilogue<std::remove_cvref_t<decltype(detail::get<0>(bound))>,
                                             decltype(extras), decltype(extra_outs)>;
     const Epi epi{detail::get<0>(bound), extras, extra_outs};
-    const fused_set& set = fused_set_of<T, Epi, detail::pack<Es...>>();
-    if (list != nullptr) {
-      *list = fused_variants(p, set);
+    const fused_set& set = fused_set_of<T, Epi>();
+    if (act.list != nullptr) {
+      *act.list = fused_variants(p, set);
+    } else if (act.record != nullptr) {
+      record_fused(p, set, *act.record, act.seconds);
+    } else if (act.chosen != nullptr) {
+      *act.chosen = chosen_fused(p, set);
     } else {
       run_fused(p, set, &epi, stream, options);
     }
@@ -410,16 +432,16 @@ inline constexpr bool is_pack_v<detail::pack<Xs...>> = true;
 template <class A, class B, class Y, class E>
 void run_epilogue_of(A&& a, B&& b, Y&& y, const E& epilogue, bool batched,
                      const gemm_options& options, cudaStream_t stream,
-                     std::vector<std::string>* list = nullptr) {
+                     const epilogue_action& act = {}) {
   if constexpr (requires { y.dsts; }) {
     static_assert(is_pack_v<E>, "cufuse::gemm: with cufuse::tie(Y, P, ...) as the output, give "
                                 "the epilogue as cufuse::pack(e_Y, e_P, ...)");
     if constexpr (is_pack_v<E>) {
-      run_epilogue(a, b, y.dsts, epilogue, batched, options, stream, list);
+      run_epilogue(a, b, y.dsts, epilogue, batched, options, stream, act);
     }
   } else {
     run_epilogue(a, b, detail::make_pack(destination_of(y)),
-                 detail::make_pack(detail::to_node(epilogue)), batched, options, stream, list);
+                 detail::make_pack(detail::to_node(epilogue)), batched, options, stream, act);
   }
 }
 
@@ -455,8 +477,96 @@ template <gemm_detail::matrix_like A, gemm_detail::matrix_like B, class Y, class
 std::vector<std::string> epilogue_variants(A&& a, B&& b, Y&& y, const E& epilogue,
                                            const gemm_options& options = {}, bool batched = false) {
   std::vector<std::string> out;
-  gemm_detail::run_epilogue_of(a, b, y, epilogue, batched, options, current_stream(), &out);
+  gemm_detail::run_epilogue_of(a, b, y, epilogue, batched, options, current_stream(),
+                               {.list = &out});
   return out;
+}
+
+/// Stores a measured choice for `gemm(a, b, y, epilogue)` (its shape, dtypes, layout and
+/// epilogue) in the tuning database, as tuning::record does for the standard epilogue; a frozen
+/// or online tuner then runs `variant` for that key. Throws if `variant` is not one of the
+/// epilogue's variants that can run the problem here, or there is no database file.
+template <gemm_detail::matrix_like A, gemm_detail::matrix_like B, class Y, class E>
+void record_epilogue(A&& a, B&& b, Y&& y, const E& epilogue, const std::string& variant,
+                     double seconds, const gemm_options& options = {}, bool batched = false) {
+  gemm_detail::run_epilogue_of(a, b, y, epilogue, batched, options, current_stream(),
+                               {.record = &variant, .seconds = seconds});
+}
+
+/// The variant the tuner has settled on for `gemm(a, b, y, epilogue)` (its key), if it has: what
+/// gemm_chosen_variant tells for the standard epilogue.
+template <gemm_detail::matrix_like A, gemm_detail::matrix_like B, class Y, class E>
+std::optional<std::string> chosen_epilogue(A&& a, B&& b, Y&& y, const E& epilogue,
+                                           const gemm_options& options = {},
+                                           bool batched = false) {
+  std::optional<std::string> out;
+  gemm_detail::run_epilogue_of(a, b, y, epilogue, batched, options, current_stream(),
+                               {.chosen = &out});
+  return out;
+}
+
+/// The fastest of an epilogue's variants for one problem.
+struct epilogue_choice {
+  std::string variant;
+  double seconds = 0.0;
+};
+
+/// Times every variant of `gemm(a, b, y, epilogue)` on `stream` (after one untimed run each:
+/// `repeats` samples of 10 back-to-back calls between CUDA events, the median per call) and
+/// returns the fastest; when a tuning database file is set (tuning::set_file or
+/// CUFUSE_TUNE_FILE), also records it there (record_epilogue) for save() to write. What
+/// `cufuse-tune --epilogue` does for its named epilogues, for any epilogue of the caller's.
+/// The outputs are overwritten many times: an epilogue that reads its own output (Y = acc + Y)
+/// compounds it.
+template <gemm_detail::matrix_like A, gemm_detail::matrix_like B, class Y, class E>
+epilogue_choice tune_epilogue(A&& a, B&& b, Y&& y, const E& epilogue,
+                              const gemm_options& options = {}, int repeats = 5,
+                              bool batched = false, cudaStream_t stream = current_stream()) {
+  if (repeats < 1) {
+    throw error("cufuse::tuning::tune_epilogue: repeats must be >= 1, got " +
+                std::to_string(repeats));
+  }
+  const std::vector<std::string> names = epilogue_variants(a, b, y, epilogue, options, batched);
+  if (names.empty()) {
+    throw error("cufuse::tuning::tune_epilogue: no variant of this epilogue can run the problem");
+  }
+  struct events {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~events() {
+      (void)cudaEventDestroy(start);
+      (void)cudaEventDestroy(stop);
+    }
+  } ev;
+  CUFUSE_CUDA_CHECK(cudaEventCreate(&ev.start));
+  CUFUSE_CUDA_CHECK(cudaEventCreate(&ev.stop));
+  constexpr int calls = 10; // per sample: the host's launch path overlaps the queued kernels
+  epilogue_choice best;
+  for (const std::string& name : names) {
+    gemm_options o = options;
+    o.variant = name;
+    gemm_detail::run_epilogue_of(a, b, y, epilogue, batched, o, stream); // untimed
+    std::vector<double> per_call;
+    for (int r = 0; r < repeats; ++r) {
+      CUFUSE_CUDA_CHECK(cudaEventRecord(ev.start, stream));
+      for (int c = 0; c < calls; ++c) {
+        gemm_detail::run_epilogue_of(a, b, y, epilogue, batched, o, stream);
+      }
+      CUFUSE_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
+      CUFUSE_CUDA_CHECK(cudaEventSynchronize(ev.stop));
+      float ms = 0.0f;
+      CUFUSE_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
+      per_call.push_back(double(ms) * 1e-3 / calls);
+    }
+    std::nth_element(per_call.begin(), per_call.begin() + per_call.size() / 2, per_call.end());
+    const double t = per_call[per_call.size() / 2];
+    if (best.variant.empty() || t < best.seconds) {
+      best = {name, t};
+    }
+  }
+  if (!file().empty()) {
+    record_epilogue(a, b, y, epilogue, best.variant, best.seconds, options, batched);
+  }
+  return best;
 }
 } // namespace tuning
 
