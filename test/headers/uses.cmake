@@ -252,6 +252,13 @@ set(use_gemm/launch.cuh [=[
     return 1;
   }
 ]=])
+set(use_conv.cuh "${tensor_use}" "${device_use}" [=[
+  cufuse::tensor<float, 4> x({1, 5, 5, 3}), w({4, 3, 3, 3}), y({1, 5, 5, 4});
+  cufuse::conv2d(x, w, y, {.padding = {1, 1}});
+  const auto [p, q] = cufuse::conv2d_output_size(5, 5, 3, 3, {.padding = {1, 1}});
+  (void)p;
+  (void)q;
+]=])
 set(use_gemm/epilogue/expression.cuh [=[
   cufuse::tensor<__nv_bfloat16, 2> a({8, 8}), b({8, 8}), y({8, 8});
   cufuse::tensor<__nv_bfloat16, 1> bias({8});

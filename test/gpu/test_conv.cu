@@ -1,0 +1,238 @@
+// cufuse::conv2d against a direct double-precision loop: odd sizes, strides 1-2, padding 0-2 and
+// asymmetric, dilation 2, 1x1 (the GEMM path and, strided or padded, the implicit-GEMM kernel),
+// 3x3, 5x5, 7x7 stride 2 (ResNet's stem, C = 3), channel counts that are not multiples of 8;
+// fp32, fp16 and bf16 inputs, outputs of the input type or fp32; fused epilogues (folded batch
+// norm, ReLU, a residual); strided views; shape errors. Outputs are poisoned before each run.
+#include "../support/gemm_check.hpp"
+
+#include <cufuse/conv.cuh>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace gemm_test;
+
+namespace {
+
+using index_t = cufuse::index_t;
+
+struct conv_case {
+  index_t n, h, w, c, k, r, s;
+  cufuse::conv2d_params prm;
+};
+
+std::string name_of(const conv_case& t) {
+  return "N" + std::to_string(t.n) + " H" + std::to_string(t.h) + " W" + std::to_string(t.w) +
+         " C" + std::to_string(t.c) + " K" + std::to_string(t.k) + " " + std::to_string(t.r) + "x" +
+         std::to_string(t.s) + " stride " + std::to_string(t.prm.stride[0]) + "," +
+         std::to_string(t.prm.stride[1]) + " pad " + std::to_string(t.prm.padding[0]) + "," +
+         std::to_string(t.prm.padding[1]) + " end " + std::to_string(t.prm.padding_end[0]) + "," +
+         std::to_string(t.prm.padding_end[1]) + " dil " + std::to_string(t.prm.dilation[0]) + "," +
+         std::to_string(t.prm.dilation[1]);
+}
+
+/// The convolution in double: x [n, h, w, c], wt [k, r, s, c] -> [n, p, q, k].
+std::vector<double> conv_ref(const std::vector<float>& x, const std::vector<float>& wt,
+                             const conv_case& t, index_t p, index_t q) {
+  std::vector<double> y(static_cast<std::size_t>(t.n * p * q * t.k), 0.0);
+  for (index_t b = 0; b < t.n; ++b) {
+    for (index_t i = 0; i < p; ++i) {
+      for (index_t j = 0; j < q; ++j) {
+        for (index_t o = 0; o < t.k; ++o) {
+          double acc = 0.0;
+          for (index_t fr = 0; fr < t.r; ++fr) {
+            for (index_t fs = 0; fs < t.s; ++fs) {
+              const index_t hh = i * t.prm.stride[0] - t.prm.padding[0] + fr * t.prm.dilation[0];
+              const index_t ww = j * t.prm.stride[1] - t.prm.padding[1] + fs * t.prm.dilation[1];
+              if (hh < 0 || hh >= t.h || ww < 0 || ww >= t.w) {
+                continue;
+              }
+              for (index_t ch = 0; ch < t.c; ++ch) {
+                acc += double(x[std::size_t(((b * t.h + hh) * t.w + ww) * t.c + ch)]) *
+                       double(wt[std::size_t(((o * t.r + fr) * t.s + fs) * t.c + ch)]);
+              }
+            }
+          }
+          y[std::size_t(((b * p + i) * q + j) * t.k + o)] = acc;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+template <class T, int R>
+std::vector<float> fill(cufuse::tensor<T, R>& t, data_kind kind, std::mt19937& rng) {
+  std::vector<float> h(static_cast<std::size_t>(t.size()));
+  fill_host<T>(h, kind, rng);
+  std::vector<T> v(h.size());
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    v[i] = from_float<T>(h[i]);
+    h[i] = to_f(v[i]);
+  }
+  t.upload(v);
+  return h;
+}
+
+template <class T, int R>
+std::vector<float> host_of(const cufuse::tensor<T, R>& t) {
+  const auto d = t.download();
+  std::vector<float> out(d.size());
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    out[i] = to_f(d[i]);
+  }
+  return out;
+}
+
+template <class TY>
+void check_close(const std::vector<float>& got, const std::vector<double>& want,
+                 const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double tol = 1.01 * out_eps<TY>() * std::abs(want[i]) + 2e-5 * (1.0 + std::abs(want[i]));
+    if (!(std::abs(got[i] - want[i]) <= tol)) {
+      if (bad++ == 0) {
+        first = i;
+      }
+    }
+  }
+  INFO(what << ": " << bad << " wrong of " << got.size() << "; first at " << first << ": got "
+            << (got.empty() ? 0.0f : got[first]) << ", want "
+            << (want.empty() ? 0.0 : want[first]));
+  CHECK(bad == 0);
+}
+
+std::vector<conv_case> cases() {
+  using P = cufuse::conv2d_params;
+  return {
+      {2, 7, 9, 5, 6, 3, 3, P{.padding = {1, 1}}},                        // 3x3 "same", C 5
+      {1, 9, 8, 8, 70, 3, 3, P{.stride = {2, 2}, .padding = {1, 1}}},     // stride 2, K > 64
+      {2, 11, 10, 3, 16, 7, 7, P{.stride = {2, 2}, .padding = {3, 3}}},   // ResNet stem, C 3
+      {1, 12, 12, 16, 8, 5, 5, P{.padding = {2, 2}}},                     // 5x5
+      {1, 10, 11, 4, 5, 3, 3, P{.padding = {2, 2}, .dilation = {2, 2}}},  // dilation 2
+      {3, 5, 6, 24, 40, 1, 1, P{}},                                       // 1x1: a GEMM
+      {2, 9, 9, 12, 20, 1, 1, P{.stride = {2, 2}}},                       // 1x1 stride 2
+      {1, 8, 7, 6, 9, 3, 2, P{.padding = {0, 1}, .padding_end = {2, 0}}}, // asymmetric pad
+      {1, 4, 4, 2, 3, 4, 4, P{}},                                         // filter = input
+      {2, 6, 5, 7, 130, 2, 3, P{.stride = {1, 2}, .padding = {1, 0}}},    // K over 2 tiles
+  };
+}
+
+template <class T, class TY>
+void run_cases(data_kind kind) {
+  std::mt19937 rng(Catch::rngSeed() + 3);
+  for (const conv_case& t : cases()) {
+    const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
+    REQUIRE(p > 0);
+    REQUIRE(q > 0);
+    cufuse::tensor<T, 4> x({t.n, t.h, t.w, t.c}), w({t.k, t.r, t.s, t.c});
+    cufuse::tensor<TY, 4> y({t.n, p, q, t.k});
+    const auto hx = fill(x, kind, rng);
+    const auto hw = fill(w, kind, rng);
+    const auto want = conv_ref(hx, hw, t, p, q);
+    y.fill(std::numeric_limits<float>::quiet_NaN());
+    cufuse::conv2d(x, w, y, t.prm);
+    check_close<TY>(host_of(y), want, name_of(t));
+  }
+}
+
+} // namespace
+
+TEST_CASE("conv2d: fp32, every case against a double loop", "[conv]") {
+  run_cases<float, float>(data_kind::reals);
+}
+
+TEST_CASE("conv2d: bf16 -> bf16 and bf16 -> fp32", "[conv]") {
+  run_cases<__nv_bfloat16, __nv_bfloat16>(data_kind::small_integers);
+  run_cases<__nv_bfloat16, float>(data_kind::reals);
+}
+
+TEST_CASE("conv2d: fp16 -> fp16", "[conv]") { run_cases<__half, __half>(data_kind::reals); }
+
+TEST_CASE("conv2d: fused epilogue (folded batch norm, ReLU, residual), both paths", "[conv]") {
+  std::mt19937 rng(Catch::rngSeed() + 5);
+  using bf16 = __nv_bfloat16;
+  using P = cufuse::conv2d_params;
+  // 3x3 "same" (the implicit-GEMM kernel) and 1x1 (the GEMM path), as in a ResNet block.
+  for (const conv_case& t : {conv_case{2, 9, 7, 8, 24, 3, 3, P{.padding = {1, 1}}},
+                             conv_case{2, 9, 7, 24, 8, 1, 1, P{}}}) {
+    const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
+    cufuse::tensor<bf16, 4> x({t.n, t.h, t.w, t.c}), w({t.k, t.r, t.s, t.c});
+    cufuse::tensor<bf16, 4> res({t.n, p, q, t.k}), y({t.n, p, q, t.k});
+    cufuse::tensor<float, 1> scale({t.k}), shift({t.k});
+    const auto hx = fill(x, data_kind::small_integers, rng);
+    const auto hw = fill(w, data_kind::small_integers, rng);
+    const auto hres = fill(res, data_kind::reals, rng);
+    const auto hscale = fill(scale, data_kind::reals, rng);
+    const auto hshift = fill(shift, data_kind::reals, rng);
+    const auto acc = conv_ref(hx, hw, t, p, q);
+    std::vector<double> want(acc.size());
+    for (std::size_t e = 0; e < acc.size(); ++e) {
+      const std::size_t o = e % std::size_t(t.k);
+      want[e] = std::max(0.0, acc[e] * hscale[o] + hshift[o]) + hres[e];
+    }
+    y.fill(std::numeric_limits<float>::quiet_NaN());
+    cufuse::conv2d(x, w, y, t.prm, cufuse::relu(cufuse::acc * scale + shift) + res);
+    check_close<bf16>(host_of(y), want, name_of(t) + " relu(acc * scale + shift) + res");
+  }
+}
+
+TEST_CASE("conv2d: strided views of X and Y; a view of W", "[conv]") {
+  std::mt19937 rng(Catch::rngSeed() + 7);
+  const conv_case t{2, 6, 7, 5, 9, 3, 3, cufuse::conv2d_params{.padding = {1, 1}}};
+  const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
+  // X: every other channel of a wider tensor; Y: rows of k inside rows of 12.
+  cufuse::tensor<float, 4> xw({t.n, t.h, t.w, 2 * t.c}), w({t.k, t.r, t.s, t.c});
+  cufuse::tensor<float, 4> yw({t.n, p, q, 12});
+  const auto hxw = fill(xw, data_kind::reals, rng);
+  const auto hw = fill(w, data_kind::reals, rng);
+  std::vector<float> hx(static_cast<std::size_t>(t.n * t.h * t.w * t.c));
+  for (std::size_t i = 0; i < hx.size(); ++i) {
+    hx[i] = hxw[2 * i];
+  }
+  auto xv = cufuse::slice(xw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(0, 2 * t.c, 2));
+  auto yv = cufuse::slice(yw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(0, t.k));
+  yw.fill(std::numeric_limits<float>::quiet_NaN());
+  cufuse::conv2d(xv, w.view(), yv, t.prm);
+  const auto want = conv_ref(hx, hw, t, p, q);
+  const auto got_all = host_of(yw);
+  std::vector<float> got(want.size());
+  for (std::size_t e = 0; e < want.size(); ++e) {
+    got[e] = got_all[(e / std::size_t(t.k)) * 12 + e % std::size_t(t.k)];
+  }
+  check_close<float>(got, want, "strided views");
+}
+
+TEST_CASE("conv2d: shape errors name the shapes and parameters", "[conv]") {
+  cufuse::tensor<float, 4> x({1, 5, 5, 3}), w({4, 3, 3, 8}), y({1, 5, 5, 4});
+  try {
+    cufuse::conv2d(x, w, y, {.padding = {1, 1}});
+    FAIL("no shape_error");
+  } catch (const cufuse::shape_error& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("[1, 5, 5, 3]") != std::string::npos);
+    CHECK(msg.find("[4, 3, 3, 8]") != std::string::npos);
+    CHECK(msg.find("padding {top 1, left 1, bottom 1, right 1}") != std::string::npos);
+    CHECK(msg.find("X has 3 channels, W 8") != std::string::npos);
+  }
+  cufuse::tensor<float, 4> w3({4, 3, 3, 3}), y_wrong({1, 4, 5, 4});
+  CHECK_THROWS_AS(cufuse::conv2d(x, w3, y_wrong, {.padding = {1, 1}}), cufuse::shape_error);
+  cufuse::tensor<float, 4> big({4, 7, 7, 3});
+  CHECK_THROWS_AS(cufuse::conv2d(x, big, y, {}), cufuse::shape_error); // the output is <= 0
+  CHECK_THROWS_AS(cufuse::conv2d(x, w3, y, {.stride = {0, 1}, .padding = {1, 1}}),
+                  cufuse::shape_error);
+  // An epilogue operand that neither broadcasts over N, P, Q nor covers them (per image); the
+  // epilogue type of the fused case above (a new one would instantiate its kernels here).
+  using bf16 = __nv_bfloat16;
+  cufuse::tensor<bf16, 4> xb({2, 5, 5, 3}), wb({4, 3, 3, 3}), yb({2, 5, 5, 4}), per_n({2, 1, 1, 4});
+  cufuse::tensor<float, 1> scale({4}), shift({4});
+  CHECK_THROWS_AS(cufuse::conv2d(xb, wb, yb, cufuse::conv2d_params{.padding = {1, 1}},
+                                 cufuse::relu(cufuse::acc * scale + shift) + per_n),
+                  cufuse::shape_error);
+}
