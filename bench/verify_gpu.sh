@@ -6,7 +6,8 @@
 #                                    same-run A/B of every GEMM variant (bench/ab_report.py),
 #                                    then memcheck and racecheck of the GEMM tests
 #   bash bench/verify_gpu.sh gemm    all in one call, for the GEMM part only: build libcufuse
-#                                    (timed), the GEMM tests and samples; their ctest; then `ab`
+#                                    (timed), the GEMM and conv tests, samples and tool; their
+#                                    ctest; then `ab`
 #                                    with one round, racecheck and memcheck in the time left
 # BEFORE: the tree before the change (default .ab/before: `git archive <rev> | tar -x -C ...`).
 # Environment as bench/ab_gemm.sh: AB_DTYPES, AB_SHAPES, AB_TRANS, ROUNDS.
@@ -29,9 +30,8 @@ timed_build() { # dir target log
   t1=$(date +%s.%N)
   python3 -c "print(round($t1 - $t0, 1))"
 }
-status=0
-
-if [ "$what" = gemm ]; then
+# The device, the configuration of build-gpu and libcufuse's build (timed).
+configure_and_build_lib() {
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader |
     tee "$OUT/logs/device.txt"
   step configure
@@ -40,13 +40,19 @@ if [ "$what" = gemm ]; then
   step "build libcufuse"
   echo "libcufuse build (after, $jobs jobs): $(timed_build build-gpu cufuse_gemm "$OUT/logs/build.log") s" |
     tee -a "$OUT/build_times.txt"
+}
+status=0
+
+if [ "$what" = gemm ]; then
+  configure_and_build_lib
   step "build the GEMM tests and samples"
   cmake --build build-gpu -j"$jobs" --target cufuse-tune cufuse_gemm_host_tests cufuse_gemm_gpu_tests \
-    cufuse_gemm_epilogue_tests gemm_sample transformer_mlp >>"$OUT/logs/build.log" 2>&1 ||
+    cufuse_gemm_epilogue_tests cufuse_conv_gpu_tests gemm_sample transformer_mlp resnet_block \
+    >>"$OUT/logs/build.log" 2>&1 ||
     { tail -30 "$OUT/logs/build.log"; exit 1; }
   grep -i "warning" "$OUT/logs/build.log" | head -5
   step "ctest (GEMM)"
-  timeout "$(left)" ctest --test-dir build-gpu --output-on-failure -j4 -R "gemm|mlp" 2>&1 |
+  timeout "$(left)" ctest --test-dir build-gpu --output-on-failure -j4 -R "gemm|mlp|conv|resnet|tool" 2>&1 |
     tee "$OUT/ctest.log" | tail -25
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   what=ab
@@ -54,14 +60,7 @@ if [ "$what" = gemm ]; then
 fi
 
 if [ "$what" = build ]; then
-  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader |
-    tee "$OUT/logs/device.txt"
-  step configure
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" \
-    >"$OUT/logs/configure.log" 2>&1 || { tail -20 "$OUT/logs/configure.log"; exit 1; }
-  step "build libcufuse"
-  echo "libcufuse build (after, $jobs jobs): $(timed_build build-gpu cufuse_gemm "$OUT/logs/build.log") s" |
-    tee -a "$OUT/build_times.txt"
+  configure_and_build_lib
   step "build everything"
   cmake --build build-gpu -j"$jobs" >>"$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
   grep -i "warning" "$OUT/logs/build.log" | head -5

@@ -24,6 +24,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -226,6 +227,37 @@ problem make_problem(const matrix_ref<TA>& a, const matrix_ref<TB>& b, const mat
   p.beta = beta;
   p.sm_count = options.sm_count;
   return p;
+}
+
+/// Median seconds per call of `launch()` on `stream`: after one untimed call, `repeats` samples
+/// of `calls` back-to-back calls between CUDA events (more than one call per sample lets the
+/// host's launch path overlap the queued kernels). Synchronizes the stream.
+template <class F>
+double median_call_seconds(cudaStream_t stream, int repeats, int calls, F&& launch) {
+  launch(); // untimed: first launch, caches, clocks
+  struct events {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~events() {
+      (void)cudaEventDestroy(start);
+      (void)cudaEventDestroy(stop);
+    }
+  } ev;
+  CUFUSE_CUDA_CHECK(cudaEventCreate(&ev.start));
+  CUFUSE_CUDA_CHECK(cudaEventCreate(&ev.stop));
+  std::vector<double> seconds;
+  for (int r = 0; r < repeats; ++r) {
+    CUFUSE_CUDA_CHECK(cudaEventRecord(ev.start, stream));
+    for (int c = 0; c < calls; ++c) {
+      launch();
+    }
+    CUFUSE_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
+    CUFUSE_CUDA_CHECK(cudaEventSynchronize(ev.stop));
+    float ms = 0.0f;
+    CUFUSE_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
+    seconds.push_back(double(ms) * 1e-3 / calls);
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  return seconds[seconds.size() / 2];
 }
 
 } // namespace gemm_detail

@@ -259,28 +259,8 @@ double time(const gemm_problem& p, const std::string& name, cudaStream_t stream,
   }
   gemm_options o = options;
   o.variant = name;
-  gemm_detail::run(p, stream, o); // untimed: first launch, caches, clocks
-  struct events {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    ~events() {
-      (void)cudaEventDestroy(start);
-      (void)cudaEventDestroy(stop);
-    }
-  } ev;
-  CUFUSE_CUDA_CHECK(cudaEventCreate(&ev.start));
-  CUFUSE_CUDA_CHECK(cudaEventCreate(&ev.stop));
-  std::vector<double> seconds;
-  for (int r = 0; r < repeats; ++r) {
-    CUFUSE_CUDA_CHECK(cudaEventRecord(ev.start, stream));
-    gemm_detail::run(p, stream, o);
-    CUFUSE_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
-    CUFUSE_CUDA_CHECK(cudaEventSynchronize(ev.stop));
-    float ms = 0;
-    CUFUSE_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-    seconds.push_back(ms * 1e-3);
-  }
-  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
-  return seconds[seconds.size() / 2];
+  return gemm_detail::median_call_seconds(stream, repeats, 1,
+                                          [&] { gemm_detail::run(p, stream, o); });
 }
 
 std::optional<std::string> chosen(const gemm_problem& p, const gemm_options&) {

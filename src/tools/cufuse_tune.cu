@@ -364,6 +364,19 @@ std::string json_escape(const std::string& s) {
   return o;
 }
 
+/// Writes the JSON (--json) and the database; 1 if the database was not written.
+int finish(const options& opt, const std::string& json) {
+  if (!opt.json.empty()) {
+    std::ofstream(opt.json) << json;
+  }
+  if (!cufuse::tuning::save()) {
+    std::fprintf(stderr, "cufuse-tune: the database %s was not written\n", opt.file.c_str());
+    return 1;
+  }
+  std::printf("# wrote %s\n", opt.file.c_str());
+  return 0;
+}
+
 /// The named epilogue on `ab` inputs, from the file of that type (CMake builds all three, or
 /// only bf16 where nothing runs: CUFUSE_COMPILE_ONLY).
 cufuse::tuning::epilogue_choice tune_epilogue_of(dtype ab, const std::string& e,
@@ -455,15 +468,7 @@ int tune_epilogues(const options& opt, const cudaDeviceProp& prop, cudaStream_t 
     }
   }
   js << "\n]}\n";
-  if (!opt.json.empty()) {
-    std::ofstream(opt.json) << js.str();
-  }
-  if (!cufuse::tuning::save()) {
-    std::fprintf(stderr, "cufuse-tune: the database %s was not written\n", opt.file.c_str());
-    return 1;
-  }
-  std::printf("# wrote %s\n", opt.file.c_str());
-  return 0;
+  return finish(opt, js.str());
 }
 
 } // namespace
@@ -728,16 +733,12 @@ int main(int argc, char** argv) {
     }
     bar.clear();
     js << "\n]}\n";
-    if (!opt.json.empty()) {
-      std::ofstream(opt.json) << js.str();
-    }
-    if (!cufuse::tuning::save()) {
-      std::fprintf(stderr, "cufuse-tune: the database %s was not written\n", opt.file.c_str());
-      return 1;
-    }
-    std::printf("# wrote %s\n", opt.file.c_str());
+    const int rc = finish(opt, js.str());
     if (handle) {
       cublasDestroy(handle);
+    }
+    if (rc != 0) {
+      return rc;
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cufuse-tune: %s\n", e.what());

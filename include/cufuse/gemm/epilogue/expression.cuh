@@ -530,35 +530,14 @@ epilogue_choice tune_epilogue(A&& a, B&& b, Y&& y, const E& epilogue,
   if (names.empty()) {
     throw error("cufuse::tuning::tune_epilogue: no variant of this epilogue can run the problem");
   }
-  struct events {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    ~events() {
-      (void)cudaEventDestroy(start);
-      (void)cudaEventDestroy(stop);
-    }
-  } ev;
-  CUFUSE_CUDA_CHECK(cudaEventCreate(&ev.start));
-  CUFUSE_CUDA_CHECK(cudaEventCreate(&ev.stop));
-  constexpr int calls = 10; // per sample: the host's launch path overlaps the queued kernels
   epilogue_choice best;
   for (const std::string& name : names) {
     gemm_options o = options;
     o.variant = name;
-    gemm_detail::run_epilogue_of(a, b, y, epilogue, batched, o, stream); // untimed
-    std::vector<double> per_call;
-    for (int r = 0; r < repeats; ++r) {
-      CUFUSE_CUDA_CHECK(cudaEventRecord(ev.start, stream));
-      for (int c = 0; c < calls; ++c) {
-        gemm_detail::run_epilogue_of(a, b, y, epilogue, batched, o, stream);
-      }
-      CUFUSE_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
-      CUFUSE_CUDA_CHECK(cudaEventSynchronize(ev.stop));
-      float ms = 0.0f;
-      CUFUSE_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-      per_call.push_back(double(ms) * 1e-3 / calls);
-    }
-    std::nth_element(per_call.begin(), per_call.begin() + per_call.size() / 2, per_call.end());
-    const double t = per_call[per_call.size() / 2];
+    // 10 calls per sample: the host's launch path overlaps the queued kernels.
+    const double t = gemm_detail::median_call_seconds(stream, repeats, 10, [&] {
+      gemm_detail::run_epilogue_of(a, b, y, epilogue, batched, o, stream);
+    });
     if (best.variant.empty() || t < best.seconds) {
       best = {name, t};
     }
