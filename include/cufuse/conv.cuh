@@ -71,6 +71,40 @@ struct conv_args {
   int out_type; // gemm_detail::dtype of Y
 };
 
+/// The implicit GEMM's index map (host and device, so that the host tests check it): output
+/// pixel m = (img p + i) q + j reads its window from X's image `xbase` at input rows / columns
+/// from (h0, w0) (negative: the padding); reduction index kg is the filter tap (fr, fs, ch), ch
+/// fastest, as W's KRSC rows are laid out.
+struct pixel_origin {
+  index_t xbase, h0, w0;
+};
+struct filter_tap {
+  index_t fr, fs, ch;
+};
+CUFUSE_HOST_DEVICE inline pixel_origin origin_of(const conv_args& a, index_t m) {
+  const index_t pq = a.p * a.q;
+  const index_t img = m / pq, rem = m - img * pq;
+  const index_t op = rem / a.q, oq = rem - op * a.q;
+  return {img * a.xs[0], op * a.sh - a.ph, oq * a.sw - a.pw};
+}
+CUFUSE_HOST_DEVICE inline filter_tap tap_of(const conv_args& a, index_t kg) {
+  const index_t ch = kg % a.c, rs = kg / a.c;
+  return {rs / a.s, rs % a.s, ch};
+}
+/// X's element for pixel origin `o` and tap `t`, or -1 where it lies in the padding.
+CUFUSE_HOST_DEVICE inline index_t x_offset(const conv_args& a, const pixel_origin& o,
+                                           const filter_tap& t) {
+  const index_t hh = o.h0 + t.fr * a.dh, ww = o.w0 + t.fs * a.dw;
+  if (hh < 0 || hh >= a.h || ww < 0 || ww >= a.wd) {
+    return -1;
+  }
+  return o.xbase + hh * a.xs[1] + ww * a.xs[2] + t.ch * a.xs[3];
+}
+/// W's element for output channel oc and tap `t`.
+CUFUSE_HOST_DEVICE inline index_t w_offset(const conv_args& a, index_t oc, const filter_tap& t) {
+  return oc * a.ws[0] + t.fr * a.ws[1] + t.fs * a.ws[2] + t.ch * a.ws[3];
+}
+
 /// Y = epilogue(X * W): 64 output pixels x 64 output channels per block of 256 threads, each
 /// thread 4 x 4 outputs in fp32; 16 reduction elements (r, s, c) per step, gathered into shared
 /// memory with zero fill outside the padded input. The reduction index runs fastest over c, so
@@ -82,24 +116,20 @@ __global__ void __launch_bounds__(256) conv2d_simt_kernel(const conv_args a, con
   __shared__ __align__(16) float sb[BK][BN + 4];
   const int tid = static_cast<int>(threadIdx.x);
   const int tx = tid % 16, ty = tid / 16;
-  const index_t pq = a.p * a.q, rows = a.n * pq, red = a.r * a.s * a.c;
+  const index_t rows = a.n * a.p * a.q, red = a.r * a.s * a.c;
   const index_t m0 = index_t(blockIdx.x) * BM, n0 = index_t(blockIdx.y) * BN;
   const T* x = static_cast<const T*>(a.x);
   const T* w = static_cast<const T*>(a.w);
   // This thread's gathers: reduction column kk of tile rows tid / BK + 16 i (pixels for A,
   // channels for B). The pixels' input origins are fixed for the whole reduction.
   const int kk = tid % BK;
-  index_t xbase[4], h0[4], w0[4];
+  pixel_origin org[4];
   bool row_ok[4];
   CUFUSE_UNROLL
   for (int i = 0; i < 4; ++i) {
     const index_t m = m0 + tid / BK + 16 * i;
     row_ok[i] = m < rows;
-    const index_t img = row_ok[i] ? m / pq : 0, rem = row_ok[i] ? m - img * pq : 0;
-    const index_t op = rem / a.q, oq = rem - op * a.q;
-    xbase[i] = img * a.xs[0];
-    h0[i] = op * a.sh - a.ph;
-    w0[i] = oq * a.sw - a.pw;
+    org[i] = origin_of(a, row_ok[i] ? m : 0);
   }
   float acc[4][4];
   CUFUSE_UNROLL
@@ -112,14 +142,13 @@ __global__ void __launch_bounds__(256) conv2d_simt_kernel(const conv_args a, con
   for (index_t k0 = 0; k0 < red; k0 += BK) {
     const index_t kg = k0 + kk;
     const bool col_ok = kg < red;
-    const index_t ch = col_ok ? kg % a.c : 0, rs = col_ok ? kg / a.c : 0;
-    const index_t fs = rs % a.s, fr = rs / a.s;
+    const filter_tap t = tap_of(a, col_ok ? kg : 0);
     CUFUSE_UNROLL
     for (int i = 0; i < 4; ++i) {
       float v = 0.0f;
-      const index_t hh = h0[i] + fr * a.dh, ww = w0[i] + fs * a.dw;
-      if (col_ok && row_ok[i] && hh >= 0 && hh < a.h && ww >= 0 && ww < a.wd) {
-        v = gemm_detail::to_float(x[xbase[i] + hh * a.xs[1] + ww * a.xs[2] + ch * a.xs[3]]);
+      const index_t off = col_ok && row_ok[i] ? x_offset(a, org[i], t) : -1;
+      if (off >= 0) {
+        v = gemm_detail::to_float(x[off]);
       }
       sa[kk][tid / BK + 16 * i] = v;
     }
@@ -128,7 +157,7 @@ __global__ void __launch_bounds__(256) conv2d_simt_kernel(const conv_args a, con
       const index_t oc = n0 + tid / BK + 16 * i;
       float v = 0.0f;
       if (col_ok && oc < a.k) {
-        v = gemm_detail::to_float(w[oc * a.ws[0] + fr * a.ws[1] + fs * a.ws[2] + ch * a.ws[3]]);
+        v = gemm_detail::to_float(w[w_offset(a, oc, t)]);
       }
       sb[kk][tid / BK + 16 * i] = v;
     }
@@ -331,9 +360,9 @@ bool is_gemm(const P& pr, const conv2d_params& prm) {
          (ws[3] <= 1 || wst[3] == 1);
 }
 
-/// Launches the SIMT implicit-GEMM kernel with epilogue object `epi`.
-template <class T, class P, class Epi>
-void launch_simt(const P& pr, const conv2d_params& prm, const Epi& epi, cudaStream_t stream) {
+/// The kernel's arguments for a checked problem.
+template <class P>
+conv_args args_of(const P& pr, const conv2d_params& prm) {
   const extents<4> xs = pr.x.shape(), ws = pr.w.shape();
   const auto xst = pr.x.strides();
   const auto wst = pr.w.strides();
@@ -363,6 +392,13 @@ void launch_simt(const P& pr, const conv2d_params& prm, const Epi& epi, cudaStre
   a.dw = prm.dilation[1];
   using TY = std::remove_const_t<typename decltype(pr.y)::element_type>;
   a.out_type = int(gemm_detail::dtype_of<TY>());
+  return a;
+}
+
+/// Launches the SIMT implicit-GEMM kernel with epilogue object `epi`.
+template <class T, class P, class Epi>
+void launch_simt(const P& pr, const conv2d_params& prm, const Epi& epi, cudaStream_t stream) {
+  const conv_args a = args_of(pr, prm);
   const index_t rows = a.n * a.p * a.q;
   if (rows == 0 || a.k == 0) {
     return;

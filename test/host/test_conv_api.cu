@@ -5,7 +5,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <random>
 #include <string>
+#include <vector>
 
 namespace {
 using index_t = cufuse::index_t;
@@ -98,4 +100,89 @@ TEST_CASE("conv2d: shape errors name every shape and parameter, before any GPU w
   // Y overlapping X.
   const auto y_on_x = fake<float>(1, 5, 5, 4, base + 16);
   CHECK_THROWS_AS(cufuse::conv2d(x, w3, y_on_x, {.padding = {1, 1}}), cufuse::error);
+}
+
+namespace {
+/// The convolution in double, straight from the definition: x [n, h, w, c], w [k, r, s, c].
+double direct(const std::vector<double>& x, const std::vector<double>& w, index_t h, index_t wd,
+              index_t c, index_t r, index_t s, const cufuse::conv2d_params& prm, index_t b,
+              index_t i, index_t j, index_t o) {
+  double acc = 0.0;
+  for (index_t fr = 0; fr < r; ++fr) {
+    for (index_t fs = 0; fs < s; ++fs) {
+      const index_t hh = i * prm.stride[0] - prm.padding[0] + fr * prm.dilation[0];
+      const index_t ww = j * prm.stride[1] - prm.padding[1] + fs * prm.dilation[1];
+      if (hh < 0 || hh >= h || ww < 0 || ww >= wd) {
+        continue;
+      }
+      for (index_t ch = 0; ch < c; ++ch) {
+        acc += x[std::size_t(((b * h + hh) * wd + ww) * c + ch)] *
+               w[std::size_t(((o * r + fr) * s + fs) * c + ch)];
+      }
+    }
+  }
+  return acc;
+}
+} // namespace
+
+TEST_CASE("conv2d: the implicit GEMM's index map equals the convolution's definition",
+          "[conv_api]") {
+  // The kernel sums, for output pixel m and channel oc, x[x_offset] * w[w_offset] over every
+  // reduction index kg (origin_of, tap_of; -1: padding). Emulated here on host data with the
+  // arguments conv2d builds (args_of), against the definition.
+  using P = cufuse::conv2d_params;
+  struct one {
+    index_t n, h, w, c, k, r, s;
+    P prm;
+  };
+  const one cases[] = {
+      {2, 7, 9, 5, 6, 3, 3, P{.padding = {1, 1}}},
+      {1, 9, 8, 8, 3, 3, 3, P{.stride = {2, 2}, .padding = {1, 1}}},
+      {2, 11, 10, 3, 4, 7, 7, P{.stride = {2, 2}, .padding = {3, 3}}},
+      {1, 10, 11, 4, 5, 3, 3, P{.padding = {2, 2}, .dilation = {2, 2}}},
+      {2, 9, 9, 3, 2, 1, 1, P{.stride = {2, 2}}},
+      {1, 8, 7, 6, 3, 3, 2, P{.padding = {0, 1}, .padding_end = {2, 0}}},
+      {2, 6, 5, 7, 4, 2, 3, P{.stride = {1, 2}, .padding = {1, 0}}},
+  };
+  std::mt19937 rng(Catch::rngSeed() + 1);
+  std::uniform_int_distribution<int> u(-3, 3);
+  std::uintptr_t at = 0x7f0000000000;
+  for (const one& t : cases) {
+    const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
+    REQUIRE(p > 0);
+    REQUIRE(q > 0);
+    const auto xv = fake<float>(t.n, t.h, t.w, t.c, at);
+    const auto wv = fake<float>(t.k, t.r, t.s, t.c, at += (1 << 24));
+    const auto yv = fake<float>(t.n, p, q, t.k, at += (1 << 24));
+    at += 1 << 24;
+    const auto pr = cufuse::conv_detail::check(xv, wv, yv, t.prm);
+    const cufuse::conv_detail::conv_args a = cufuse::conv_detail::args_of(pr, t.prm);
+    std::vector<double> x(std::size_t(t.n * t.h * t.w * t.c)),
+        w(std::size_t(t.k * t.r * t.s * t.c));
+    for (double& v : x) {
+      v = u(rng);
+    }
+    for (double& v : w) {
+      v = u(rng);
+    }
+    std::size_t bad = 0;
+    for (index_t m = 0; m < t.n * p * q; ++m) {
+      const auto org = cufuse::conv_detail::origin_of(a, m);
+      for (index_t oc = 0; oc < t.k; ++oc) {
+        double acc = 0.0;
+        for (index_t kg = 0; kg < t.r * t.s * t.c; ++kg) {
+          const auto tap = cufuse::conv_detail::tap_of(a, kg);
+          const index_t xo = cufuse::conv_detail::x_offset(a, org, tap);
+          if (xo >= 0) {
+            acc += x[std::size_t(xo)] * w[std::size_t(cufuse::conv_detail::w_offset(a, oc, tap))];
+          }
+        }
+        const index_t b = m / (p * q), i = (m % (p * q)) / q, j = m % q;
+        bad += acc != direct(x, w, t.h, t.w, t.c, t.r, t.s, t.prm, b, i, j, oc);
+      }
+    }
+    INFO("N" << t.n << " H" << t.h << " W" << t.w << " C" << t.c << " K" << t.k << " " << t.r << "x"
+             << t.s);
+    CHECK(bad == 0);
+  }
 }
