@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -183,6 +184,81 @@ TEST_CASE("conv2d: the implicit GEMM's index map equals the convolution's defini
     }
     INFO("N" << t.n << " H" << t.h << " W" << t.w << " C" << t.c << " K" << t.k << " " << t.r << "x"
              << t.s);
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("conv2d: the SIMT kernel's blocks, run thread by thread on the host, give the sums",
+          "[conv_api]") {
+  // The kernel is conv_thread's phases between its two barriers per reduction step; here every
+  // block runs them for its 256 threads in turn (gather all, compute all), on host memory,
+  // against the definition. Small integers: every sum is exact in fp32.
+  using P = cufuse::conv2d_params;
+  struct one {
+    index_t n, h, w, c, k, r, s;
+    P prm;
+  };
+  const one cases[] = {
+      {2, 7, 9, 5, 6, 3, 3, P{.padding = {1, 1}}},                         // a partial tile
+      {1, 12, 13, 8, 70, 3, 3, P{.stride = {2, 2}, .padding = {1, 1}}},    // K over 2 tiles
+      {2, 11, 10, 3, 4, 7, 7, P{.stride = {2, 2}, .padding = {3, 3}}},     // 7x7, C 3
+      {1, 10, 11, 4, 5, 3, 3, P{.padding = {2, 2}, .dilation = {2, 2}}},   // dilation
+      {1, 9, 16, 6, 3, 3, 2, P{.padding = {0, 1}, .padding_end = {2, 0}}}, // 128+ pixels
+  };
+  std::mt19937 rng(Catch::rngSeed() + 2);
+  std::uniform_int_distribution<int> u(-3, 3);
+  for (const one& t : cases) {
+    const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
+    std::vector<float> x(std::size_t(t.n * t.h * t.w * t.c)), w(std::size_t(t.k * t.r * t.s * t.c));
+    std::vector<double> xd(x.size()), wd(w.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      xd[i] = x[i] = float(u(rng));
+    }
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      wd[i] = w[i] = float(u(rng));
+    }
+    std::vector<float> y(std::size_t(t.n * p * q * t.k), std::numeric_limits<float>::quiet_NaN());
+    using V = cufuse::tensor_view<float, 4, cufuse::device_space>;
+    auto view = [](float* d, cufuse::extents<4> e) {
+      return V(d, e, cufuse::row_major_strides(e), V::trusted{});
+    };
+    const auto pr = cufuse::conv_detail::check(view(x.data(), {t.n, t.h, t.w, t.c}),
+                                               view(w.data(), {t.k, t.r, t.s, t.c}),
+                                               view(y.data(), {t.n, p, q, t.k}), t.prm);
+    const cufuse::conv_detail::conv_args a = cufuse::conv_detail::args_of(pr, t.prm);
+    using thread_t = cufuse::conv_detail::conv_thread<float>;
+    const index_t rows = t.n * p * q;
+    cufuse::conv_detail::conv_tile tile;
+    for (index_t bx = 0; bx < (rows + 63) / 64; ++bx) {
+      for (index_t by = 0; by < (t.k + 63) / 64; ++by) {
+        std::vector<thread_t> threads;
+        for (int tid = 0; tid < 256; ++tid) {
+          threads.emplace_back(a, bx, by, tid);
+        }
+        for (index_t k0 = 0; k0 < t.r * t.s * t.c; k0 += 16) {
+          for (const thread_t& th : threads) {
+            th.gather(a, k0, tile);
+          }
+          for (thread_t& th : threads) {
+            th.compute(tile);
+          }
+        }
+        for (const thread_t& th : threads) {
+          th.outputs(
+              a, [&](index_t m, index_t oc, float sum) { y[std::size_t(m * pr.ldy + oc)] = sum; });
+        }
+      }
+    }
+    std::size_t bad = 0;
+    for (index_t m = 0; m < rows; ++m) {
+      for (index_t oc = 0; oc < t.k; ++oc) {
+        const index_t b = m / (p * q), i = (m % (p * q)) / q, j = m % q;
+        bad += double(y[std::size_t(m * t.k + oc)]) !=
+               direct(xd, wd, t.h, t.w, t.c, t.r, t.s, t.prm, b, i, j, oc);
+      }
+    }
+    INFO("N" << t.n << " H" << t.h << " W" << t.w << " C" << t.c << " K" << t.k << " " << t.r << "x"
+             << t.s << ": " << bad << " wrong of " << rows * t.k);
     CHECK(bad == 0);
   }
 }
