@@ -262,3 +262,72 @@ TEST_CASE("conv2d: the SIMT kernel's blocks, run thread by thread on the host, g
     CHECK(bad == 0);
   }
 }
+
+TEST_CASE("conv2d: epilogue operands flatten to the [n p q, k] matrix the kernels write",
+          "[conv_api]") {
+  // Y [2, 3, 4, 5]: the kernels write 24 rows of 5. Each operand's flattened leaf must address
+  // the same element for every (row, channel) as the operand does at (n, p, q, k).
+  const cufuse::extents<4> y{2, 3, 4, 5};
+  const std::uintptr_t base = 0x7f0000000000;
+  using V1 = cufuse::tensor_view<float, 1, cufuse::device_space>;
+  using V4 = cufuse::tensor_view<float, 4, cufuse::device_space>;
+  float* p0 = reinterpret_cast<float*>(base);
+  const V1 bias(p0, cufuse::extents<1>{5}, cufuse::strides<1>{1}, V1::trusted{});
+  const cufuse::extents<4> full{2, 3, 4, 5}, one{1, 1, 1, 5}, per_n{2, 1, 1, 5};
+  const V4 res(p0, full, cufuse::row_major_strides(full), V4::trusted{});
+  // Y's pixels inside rows of 8 (a slice of a wider tensor).
+  const V4 wide(p0, full, cufuse::strides<4>{3 * 4 * 8, 4 * 8, 8, 1}, V4::trusted{});
+  const V4 ones(p0, one, cufuse::row_major_strides(one), V4::trusted{});
+  const V4 images(p0, per_n, cufuse::row_major_strides(per_n), V4::trusted{});
+  auto leaf_of = [&](const auto& v) {
+    return cufuse::conv_detail::flatten_leaf(cufuse::detail::to_node(v), y);
+  };
+  auto offset = [](const auto& l, cufuse::index_t row, cufuse::index_t col) {
+    return (l.shp[0] == 1 ? 0 : row * l.str[0]) + (l.shp[1] == 1 ? 0 : col * l.str[1]);
+  };
+  // For every output element: the flattened leaf's offset equals the operand's.
+  auto check_same = [&](const auto& v, const auto& l) {
+    std::size_t bad = 0;
+    for (cufuse::index_t n = 0; n < 2; ++n) {
+      for (cufuse::index_t pp = 0; pp < 3; ++pp) {
+        for (cufuse::index_t qq = 0; qq < 4; ++qq) {
+          for (cufuse::index_t k = 0; k < 5; ++k) {
+            const cufuse::index_t row = (n * 3 + pp) * 4 + qq;
+            cufuse::index_t want = 0;
+            const cufuse::index_t idx[4] = {n, pp, qq, k};
+            constexpr int R = std::remove_cvref_t<decltype(v)>::rank;
+            for (int d = 0; d < R; ++d) {
+              const cufuse::index_t i = idx[4 - R + d];
+              want += v.shape()[d] == 1 ? 0 : i * v.strides()[d];
+            }
+            bad += offset(l, row, k) != want;
+          }
+        }
+      }
+    }
+    return bad;
+  };
+  CHECK(check_same(bias, leaf_of(bias)) == 0);
+  CHECK(check_same(res, leaf_of(res)) == 0);
+  CHECK(check_same(wide, leaf_of(wide)) == 0);
+  CHECK(check_same(ones, leaf_of(ones)) == 0);
+  CHECK(leaf_of(bias).shp[0] == 1);
+  CHECK(leaf_of(res).shp[0] == 24);
+  CHECK(leaf_of(wide).str[0] == 8);
+  try {
+    (void)leaf_of(images);
+    FAIL("no shape_error");
+  } catch (const cufuse::shape_error& e) {
+    CHECK(std::string(e.what()).find("[2, 1, 1, 5]") != std::string::npos);
+  }
+  // A whole expression keeps its operations and flattens every leaf.
+  const auto flat = cufuse::conv_detail::flatten_epilogue(
+      cufuse::detail::to_node(cufuse::relu(cufuse::acc * bias + res) + 1.0f), y);
+  int leaves = 0;
+  auto count = [&](const auto& l) {
+    ++leaves;
+    CHECK(l.shp[1] == 5);
+  };
+  cufuse::detail::for_each_leaf(flat, count);
+  CHECK(leaves == 2);
+}
