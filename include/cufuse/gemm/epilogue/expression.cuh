@@ -120,7 +120,7 @@ auto bind_epilogue(const N& n, const extents<3>& out, int out_rank) {
     // Read-only, whatever the operand's constness: the bound type (and with it the epilogue's
     // tuning key, epilogue_name) depends on the dtypes and the operations only.
     return epi_leaf<const std::remove_const_t<T>, typename N::promo_type>{n.ptr, st[0], st[1],
-                                                                         st[2]};
+                                                                          st[2]};
   } else if constexpr (map_arity<N>::value > 0) {
     return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
       using bound =
@@ -497,8 +497,7 @@ void record_epilogue(A&& a, B&& b, Y&& y, const E& epilogue, const std::string& 
 /// gemm_chosen_variant tells for the standard epilogue.
 template <gemm_detail::matrix_like A, gemm_detail::matrix_like B, class Y, class E>
 std::optional<std::string> chosen_epilogue(A&& a, B&& b, Y&& y, const E& epilogue,
-                                           const gemm_options& options = {},
-                                           bool batched = false) {
+                                           const gemm_options& options = {}, bool batched = false) {
   std::optional<std::string> out;
   gemm_detail::run_epilogue_of(a, b, y, epilogue, batched, options, current_stream(),
                                {.chosen = &out});
