@@ -331,8 +331,8 @@ auto check(X&& xt, W&& wt, Y&& yt, const conv2d_params& prm) {
                     !std::is_same_v<typename YV::space, host_space>,
                 "cufuse::conv2d: X, W and Y must be device tensors or views");
   const extents<4> xs = xv.shape(), ws = wv.shape(), ys = yv.shape();
-  const std::string what = describe(xs, ws, ys, prm);
-  auto fail = [&](const std::string& why) { throw shape_error(what + why); };
+  // The message is built on the error path only: a valid call formats no strings.
+  auto fail = [&](const std::string& why) { throw shape_error(describe(xs, ws, ys, prm) + why); };
   for (int i = 0; i < 2; ++i) {
     if (prm.stride[i] < 1 || prm.dilation[i] < 1) {
       fail("stride and dilation must be >= 1");
@@ -370,7 +370,7 @@ auto check(X&& xt, W&& wt, Y&& yt, const conv2d_params& prm) {
   const auto sy = span(yv), sx = span(xv), sw = span(wv);
   if (gemm_detail::overlaps(sx.first, sx.second, sy.first, sy.second) ||
       gemm_detail::overlaps(sw.first, sw.second, sy.first, sy.second)) {
-    throw error(what + "X or W shares memory with Y");
+    throw error(describe(xs, ws, ys, prm) + "X or W shares memory with Y");
   }
   const index_t pb = prm.padding_end[0] < 0 ? prm.padding[0] : prm.padding_end[0];
   const index_t pr = prm.padding_end[1] < 0 ? prm.padding[1] : prm.padding_end[1];
