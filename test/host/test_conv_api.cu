@@ -124,6 +124,25 @@ double direct(const std::vector<double>& x, const std::vector<double>& w, index_
   }
   return acc;
 }
+/// The shapes the host emulations run: partial tiles, K over two tiles, 7x7 with C = 3, stride
+/// 2, dilation, 1x1 strided, asymmetric padding, a 3x2 filter, over 128 pixels.
+struct conv_shape {
+  index_t n, h, w, c, k, r, s;
+  cufuse::conv2d_params prm;
+};
+std::vector<conv_shape> shapes() {
+  using P = cufuse::conv2d_params;
+  return {
+      {2, 7, 9, 5, 6, 3, 3, P{.padding = {1, 1}}},
+      {1, 12, 13, 8, 70, 3, 3, P{.stride = {2, 2}, .padding = {1, 1}}},
+      {2, 11, 10, 3, 4, 7, 7, P{.stride = {2, 2}, .padding = {3, 3}}},
+      {1, 10, 11, 4, 5, 3, 3, P{.padding = {2, 2}, .dilation = {2, 2}}},
+      {2, 9, 9, 3, 2, 1, 1, P{.stride = {2, 2}}},
+      {1, 8, 7, 6, 3, 3, 2, P{.padding = {0, 1}, .padding_end = {2, 0}}},
+      {2, 6, 5, 7, 4, 2, 3, P{.stride = {1, 2}, .padding = {1, 0}}},
+      {1, 9, 16, 6, 3, 3, 2, P{.padding = {0, 1}, .padding_end = {2, 0}}},
+  };
+}
 } // namespace
 
 TEST_CASE("conv2d: the implicit GEMM's index map equals the convolution's definition",
@@ -131,24 +150,10 @@ TEST_CASE("conv2d: the implicit GEMM's index map equals the convolution's defini
   // The kernel sums, for output pixel m and channel oc, x[x_offset] * w[w_offset] over every
   // reduction index kg (origin_of, tap_of; -1: padding). Emulated here on host data with the
   // arguments conv2d builds (args_of), against the definition.
-  using P = cufuse::conv2d_params;
-  struct one {
-    index_t n, h, w, c, k, r, s;
-    P prm;
-  };
-  const one cases[] = {
-      {2, 7, 9, 5, 6, 3, 3, P{.padding = {1, 1}}},
-      {1, 9, 8, 8, 3, 3, 3, P{.stride = {2, 2}, .padding = {1, 1}}},
-      {2, 11, 10, 3, 4, 7, 7, P{.stride = {2, 2}, .padding = {3, 3}}},
-      {1, 10, 11, 4, 5, 3, 3, P{.padding = {2, 2}, .dilation = {2, 2}}},
-      {2, 9, 9, 3, 2, 1, 1, P{.stride = {2, 2}}},
-      {1, 8, 7, 6, 3, 3, 2, P{.padding = {0, 1}, .padding_end = {2, 0}}},
-      {2, 6, 5, 7, 4, 2, 3, P{.stride = {1, 2}, .padding = {1, 0}}},
-  };
   std::mt19937 rng(Catch::rngSeed() + 1);
   std::uniform_int_distribution<int> u(-3, 3);
   std::uintptr_t at = 0x7f0000000000;
-  for (const one& t : cases) {
+  for (const conv_shape& t : shapes()) {
     const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
     REQUIRE(p > 0);
     REQUIRE(q > 0);
@@ -193,21 +198,9 @@ TEST_CASE("conv2d: the SIMT kernel's blocks, run thread by thread on the host, g
   // The kernel is conv_thread's phases between its two barriers per reduction step; here every
   // block runs them for its 256 threads in turn (gather all, compute all), on host memory,
   // against the definition. Small integers: every sum is exact in fp32.
-  using P = cufuse::conv2d_params;
-  struct one {
-    index_t n, h, w, c, k, r, s;
-    P prm;
-  };
-  const one cases[] = {
-      {2, 7, 9, 5, 6, 3, 3, P{.padding = {1, 1}}},                         // a partial tile
-      {1, 12, 13, 8, 70, 3, 3, P{.stride = {2, 2}, .padding = {1, 1}}},    // K over 2 tiles
-      {2, 11, 10, 3, 4, 7, 7, P{.stride = {2, 2}, .padding = {3, 3}}},     // 7x7, C 3
-      {1, 10, 11, 4, 5, 3, 3, P{.padding = {2, 2}, .dilation = {2, 2}}},   // dilation
-      {1, 9, 16, 6, 3, 3, 2, P{.padding = {0, 1}, .padding_end = {2, 0}}}, // 128+ pixels
-  };
   std::mt19937 rng(Catch::rngSeed() + 2);
   std::uniform_int_distribution<int> u(-3, 3);
-  for (const one& t : cases) {
+  for (const conv_shape& t : shapes()) {
     const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
     std::vector<float> x(std::size_t(t.n * t.h * t.w * t.c)), w(std::size_t(t.k * t.r * t.s * t.c));
     std::vector<double> xd(x.size()), wd(w.size());
