@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
-#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|epilogue|all]      (from the repository root)
+#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|epilogue|conv|all]      (from the repository root)
 # Environment: NO_SANITIZE, NO_BENCH, NO_TORCH skip parts of the reduce mode; CTEST_ARGS.
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
@@ -115,6 +115,40 @@ if [ "$what" = epilogue ]; then
         >"$OUT/logs/mlp_torch.log" 2>&1 || { echo "torch mlp bench failed:"; tail -5 "$OUT/logs/mlp_torch.log"; }
     fi
     python3 bench/mlp_report.py "$OUT/logs/mlp_cufuse.json" "$OUT/logs/mlp_torch.json" "$OUT/mlp"
+  fi
+fi
+
+if [ "$what" = conv ]; then
+  # conv2d: its tests and samples, the GEMM epilogue tests and the tuning tool (ctest), memcheck
+  # and racecheck of the conv tests, then the benchmark with cuDNN / PyTorch in the same run.
+  step "build conv + epilogue tests, samples, tool, benchmark"
+  cmake --build build-gpu -j"$jobs" --target cufuse_conv_gpu_tests cufuse_gemm_host_tests conv2d resnet_block \
+    cufuse_gemm_epilogue_tests cufuse-tune cufuse_bench_conv >"$OUT/logs/build-conv.log" 2>&1 ||
+    { tail -30 "$OUT/logs/build-conv.log"; exit 1; }
+  grep -E "warning" "$OUT/logs/build-conv.log" | head -5
+  step "ctest (conv, epilogues, tools)"
+  ctest --test-dir build-gpu --output-on-failure -j4 -R "${CONV_CTEST:-conv|resnet|epilogue|tool}" 2>&1 |
+    tee "$OUT/ctest_conv.log" | tail -25
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  if [ -z "${NO_SANITIZE:-}" ]; then
+    step "compute-sanitizer memcheck / racecheck (conv)"
+    timeout ${MEMCHECK_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+      build-gpu/test/cufuse_conv_gpu_tests "*bf16*,*fused*,*views*" >"$OUT/logs/memcheck_conv.log" 2>&1
+    rc=$?; echo "memcheck (conv) exit $rc"; tail -3 "$OUT/logs/memcheck_conv.log"; [ $rc = 0 ] || status=1
+    timeout ${RACECHECK_TIMEOUT:-150} compute-sanitizer --tool racecheck --error-exitcode 9 \
+      build-gpu/test/cufuse_conv_gpu_tests "*fused*" >"$OUT/logs/racecheck_conv.log" 2>&1
+    rc=$?; echo "racecheck (conv) exit $rc"; tail -3 "$OUT/logs/racecheck_conv.log"; [ $rc = 0 ] || status=1
+  fi
+  if [ -z "${NO_BENCH:-}" ]; then
+    step "conv benchmark"
+    timeout 240 build-gpu/bench/cufuse_bench_conv --out "$OUT/logs/conv_cufuse.json" | tee "$OUT/logs/conv_bench.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    if [ -z "${NO_TORCH:-}" ]; then
+      step "cuDNN / PyTorch eager + torch.compile (conv)"
+      PYTHONUNBUFFERED=1 timeout 240 python3 bench/torch_conv.py --out "$OUT/logs/conv_torch.json" \
+        >"$OUT/logs/conv_torch.log" 2>&1 || { echo "torch conv bench failed:"; tail -5 "$OUT/logs/conv_torch.log"; }
+    fi
+    python3 bench/conv_report.py "$OUT/logs/conv_cufuse.json" "$OUT/logs/conv_torch.json" "$OUT/conv.md"
   fi
 fi
 

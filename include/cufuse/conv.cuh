@@ -15,17 +15,30 @@
 /// What runs (docs/conv.md):
 ///  - a 1x1 filter with stride 1 and no padding over a dense X is a plain GEMM over [n h w, c]
 ///    x [k, c]^T: libcufuse's variants and tuner, tensor cores, the epilogue fused into its store;
-///  - every other convolution: a SIMT implicit-GEMM kernel (exact fp32 FMAs, any shape, stride,
-///    padding, dilation and alignment), instantiated in the calling file for its epilogue type.
-///    Tensor-core implicit-GEMM variants and their tuning are not built yet.
+///  - every other convolution: an implicit-GEMM kernel instantiated in the calling file for its
+///    epilogue type: on tensor cores (conv/mma.cuh: fp16, bf16, and fp32 as TF32 when
+///    `gemm_options::math` is tf32) where channels come in 16-byte chunks, else the SIMT kernel
+///    (conv/simt.cuh: exact fp32 FMAs, any shape, stride, padding, dilation and alignment).
+///    `conv2d_variants` lists them; `gemm_options::variant` picks one, else a heuristic does.
 #pragma once
 
+#include "conv/implicit_gemm.cuh"
+#include "conv/mma.cuh"
+#include "conv/simt.cuh"
+#include "conv/tuning.hpp"
 #include "gemm.cuh"
 #include "memory/views.cuh"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace cufuse {
 
@@ -57,176 +70,6 @@ inline std::array<index_t, 2> conv2d_output_size(index_t h, index_t w, index_t r
 }
 
 namespace conv_detail {
-
-/// What the implicit-GEMM kernel receives. X and W are read through element strides (any
-/// layout, any alignment); Y is written as [n p q, k] rows `ldy` elements apart.
-struct conv_args {
-  const void* x;
-  const void* w;
-  void* y;
-  index_t n, h, wd, c, k, r, s, p, q;
-  index_t xs[4], ws[4]; // strides of X (n, h, w, c) and W (k, r, s, c), in elements
-  index_t ldy;
-  index_t sh, sw, ph, pw, dh, dw;
-  int out_type; // gemm_detail::dtype of Y
-};
-
-/// The implicit GEMM's index map (host and device, so that the host tests check it): output
-/// pixel m = (img p + i) q + j reads its window from X's image `xbase` at input rows / columns
-/// from (h0, w0) (negative: the padding); reduction index kg is the filter tap (fr, fs, ch), ch
-/// fastest, as W's KRSC rows are laid out.
-struct pixel_origin {
-  index_t xbase, h0, w0;
-};
-struct filter_tap {
-  index_t fr, fs, ch;
-};
-CUFUSE_HOST_DEVICE inline pixel_origin origin_of(const conv_args& a, index_t m) {
-  const index_t pq = a.p * a.q;
-  const index_t img = m / pq, rem = m - img * pq;
-  const index_t op = rem / a.q, oq = rem - op * a.q;
-  return {img * a.xs[0], op * a.sh - a.ph, oq * a.sw - a.pw};
-}
-CUFUSE_HOST_DEVICE inline filter_tap tap_of(const conv_args& a, index_t kg) {
-  const index_t ch = kg % a.c, rs = kg / a.c;
-  return {rs / a.s, rs % a.s, ch};
-}
-/// X's element for pixel origin `o` and tap `t`, or -1 where it lies in the padding.
-CUFUSE_HOST_DEVICE inline index_t x_offset(const conv_args& a, const pixel_origin& o,
-                                           const filter_tap& t) {
-  const index_t hh = o.h0 + t.fr * a.dh, ww = o.w0 + t.fs * a.dw;
-  if (hh < 0 || hh >= a.h || ww < 0 || ww >= a.wd) {
-    return -1;
-  }
-  return o.xbase + hh * a.xs[1] + ww * a.xs[2] + t.ch * a.xs[3];
-}
-/// W's element for output channel oc and tap `t`.
-CUFUSE_HOST_DEVICE inline index_t w_offset(const conv_args& a, index_t oc, const filter_tap& t) {
-  return oc * a.ws[0] + t.fr * a.ws[1] + t.fs * a.ws[2] + t.ch * a.ws[3];
-}
-
-/// The shared tile of one reduction step: 16 reduction elements x 64 pixels (A) and x 64
-/// channels (B), rows padded to 68 floats (16-byte aligned rows for the float4 reads).
-struct conv_tile {
-  static constexpr int BM = 64, BN = 64, BK = 16;
-  alignas(16) float a[BK][BM + 4];
-  alignas(16) float b[BK][BN + 4];
-};
-
-/// One thread of the SIMT implicit-GEMM kernel, in the phases between its barriers (host and
-/// device code, so that the host tests can run a block's threads phase by phase). Block
-/// (bx, by) computes output pixels 64 bx .. and channels 64 by ..; thread `tid` gathers
-/// reduction column tid % 16 of tile rows tid / 16 + 16 i, and computes the 4 x 4 outputs at
-/// pixels 4 (tid / 16) .. and channels 4 (tid % 16) ...
-template <class T>
-struct conv_thread {
-  static constexpr int BM = conv_tile::BM, BN = conv_tile::BN, BK = conv_tile::BK;
-  int tid;
-  index_t m0, n0;
-  pixel_origin org[4]; // the input windows of this thread's gathered pixels
-  bool row_ok[4];
-  float acc[4][4];
-
-  CUFUSE_INLINE conv_thread(const conv_args& a, index_t bx, index_t by, int t)
-      : tid(t), m0(bx * BM), n0(by * BN) {
-    const index_t rows = a.n * a.p * a.q;
-    CUFUSE_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      const index_t m = m0 + t / BK + 16 * i;
-      row_ok[i] = m < rows;
-      org[i] = origin_of(a, row_ok[i] ? m : 0);
-      CUFUSE_UNROLL
-      for (int j = 0; j < 4; ++j) {
-        acc[i][j] = 0.0f;
-      }
-    }
-  }
-
-  /// This thread's share of the tile of reduction elements k0 .. k0 + 15 (zero outside X, its
-  /// padding, the pixels and the channels).
-  CUFUSE_INLINE void gather(const conv_args& a, index_t k0, conv_tile& tile) const {
-    const T* x = static_cast<const T*>(a.x);
-    const T* w = static_cast<const T*>(a.w);
-    const int kk = tid % BK;
-    const index_t kg = k0 + kk;
-    const bool col_ok = kg < a.r * a.s * a.c;
-    const filter_tap t = tap_of(a, col_ok ? kg : 0);
-    CUFUSE_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      const index_t off = col_ok && row_ok[i] ? x_offset(a, org[i], t) : -1;
-      tile.a[kk][tid / BK + 16 * i] = off >= 0 ? detail::convert<float>(x[off]) : 0.0f;
-    }
-    CUFUSE_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      const index_t oc = n0 + tid / BK + 16 * i;
-      tile.b[kk][tid / BK + 16 * i] =
-          col_ok && oc < a.k ? detail::convert<float>(w[w_offset(a, oc, t)]) : 0.0f;
-    }
-  }
-
-  /// The tile's products into this thread's 4 x 4 accumulators.
-  CUFUSE_INLINE void compute(const conv_tile& tile) {
-    const int tx = tid % 16, ty = tid / 16;
-    CUFUSE_UNROLL
-    for (int j = 0; j < BK; ++j) {
-      const float4 av = *reinterpret_cast<const float4*>(&tile.a[j][ty * 4]);
-      const float4 bv = *reinterpret_cast<const float4*>(&tile.b[j][tx * 4]);
-      const float ar[4] = {av.x, av.y, av.z, av.w}, br[4] = {bv.x, bv.y, bv.z, bv.w};
-      CUFUSE_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        CUFUSE_UNROLL
-        for (int jj = 0; jj < 4; ++jj) {
-          acc[i][jj] = fmaf(ar[i], br[jj], acc[i][jj]);
-        }
-      }
-    }
-  }
-
-  /// Calls f(pixel, channel, sum) for each of this thread's outputs inside Y (the kernel with a
-  /// device lambda, the host tests with a host one).
-#pragma nv_exec_check_disable
-  template <class F>
-  CUFUSE_INLINE void outputs(const conv_args& a, F&& f) const {
-    const int tx = tid % 16, ty = tid / 16;
-    const index_t rows = a.n * a.p * a.q;
-    CUFUSE_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      const index_t m = m0 + ty * 4 + i;
-      CUFUSE_UNROLL
-      for (int jj = 0; jj < 4; ++jj) {
-        const index_t oc = n0 + tx * 4 + jj;
-        if (m < rows && oc < a.k) {
-          f(m, oc, acc[i][jj]);
-        }
-      }
-    }
-  }
-};
-
-/// Y = epilogue(X * W): 64 output pixels x 64 output channels per block of 256 threads, each
-/// thread 4 x 4 outputs in fp32; 16 reduction elements (r, s, c) per step, gathered into shared
-/// memory with zero fill outside the padded input. The reduction index runs fastest over c, so
-/// neighbouring threads read neighbouring channels (NHWC and KRSC keep c contiguous).
-template <class T, class Epi>
-__global__ void __launch_bounds__(256) conv2d_simt_kernel(const conv_args a, const Epi epi) {
-  __shared__ conv_tile tile;
-  conv_thread<T> th(a, blockIdx.x, blockIdx.y, static_cast<int>(threadIdx.x));
-  const index_t red = a.r * a.s * a.c;
-  for (index_t k0 = 0; k0 < red; k0 += conv_tile::BK) {
-    th.gather(a, k0, tile);
-    __syncthreads();
-    th.compute(tile);
-    __syncthreads();
-  }
-  gemm_detail::gemm_args g{};
-  g.alpha = 1.0f;
-  g.beta = 0.0f;
-  g.out_type = a.out_type;
-  th.outputs(a, [&](index_t m, index_t oc, float sum) {
-    gemm_detail::store_out(a.y, m * a.ldy + oc, epi.template value<false>(g, sum, 0.0f, m, oc),
-                           a.out_type);
-  });
-}
 
 /// A leaf of a conv epilogue (shaped against Y's [n, p, q, k]) as a leaf of the [n p q, k]
 /// matrix the kernels write: broadcast over n, p and q ([k], [1, k], ...), or Y's whole shape
@@ -428,14 +271,154 @@ conv_args args_of(const P& pr, const conv2d_params& prm) {
   return a;
 }
 
-/// Launches the SIMT implicit-GEMM kernel with epilogue object `epi`.
-template <class T, class P, class Epi>
-void launch_simt(const P& pr, const conv2d_params& prm, const Epi& epi, cudaStream_t stream) {
-  const conv_args a = args_of(pr, prm);
-  const index_t rows = a.n * a.p * a.q;
-  if (rows == 0 || a.k == 0) {
-    return;
+/// Per-device facts the variant choice needs, read once per device.
+struct device_facts {
+  int sms = 0, major = 0;
+};
+inline device_facts facts_of_current_device() {
+  static std::atomic<long long> known[64]; // sms << 8 | major, 0: not read yet
+  int dev = 0;
+  CUFUSE_CUDA_CHECK_MSG(cudaGetDevice(&dev), "cufuse::conv2d: reading the current device");
+  std::atomic<long long>& slot = known[dev & 63];
+  long long v = slot.load(std::memory_order_relaxed);
+  if (v == 0) {
+    int sms = 0, major = 0;
+    CUFUSE_CUDA_CHECK_MSG(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+                          "cufuse::conv2d: reading the SM count");
+    CUFUSE_CUDA_CHECK_MSG(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev),
+                          "cufuse::conv2d: reading the compute capability");
+    v = (static_cast<long long>(sms) << 8) | major;
+    slot.store(v, std::memory_order_relaxed);
   }
+  return {static_cast<int>(v >> 8), static_cast<int>(v & 0xff)};
+}
+
+/// The SIMT variant's name (any shape, layout and alignment; exact fp32 arithmetic).
+inline constexpr const char* simt_name = "conv_simt_64x64x16";
+
+/// A tensor-core variant's name: element type (tf32 for fp32 inputs), tile, stages.
+template <class Cfg>
+std::string mma_name() {
+  using T = typename Cfg::element;
+  const char* t = std::is_same_v<T, float> ? "tf32" : (std::is_same_v<T, __half> ? "f16" : "bf16");
+  return std::string("conv_mma_") + t + "_" + std::to_string(Cfg::BM) + "x" +
+         std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK) + "_s" +
+         std::to_string(Cfg::stages);
+}
+
+/// Calls f(std::type_identity<Cfg>{}) for each tensor-core configuration of element type T,
+/// largest tile first.
+template <class T, class F>
+void for_each_mma_config(F&& f) {
+  if constexpr (std::is_same_v<T, float>) { // TF32: 128 fp32 accumulators of a 128 x 128 warp
+    f(std::type_identity<mma_conv_config<float, 128, 64, 4>>{}); // tile would spill
+    f(std::type_identity<mma_conv_config<float, 64, 64, 4>>{});
+  } else {
+    f(std::type_identity<mma_conv_config<T, 128, 128, 5>>{});
+    f(std::type_identity<mma_conv_config<T, 128, 64, 5>>{});
+    f(std::type_identity<mma_conv_config<T, 64, 64, 4>>{});
+  }
+}
+
+/// Why the tensor-core variants cannot run `a`: 0 they can; else the reason (refusal_text).
+/// T: the input type; fp32 inputs run on them (TF32) only when `options.math` asks for TF32.
+/// `device`: also check the device (the layout alone otherwise).
+template <class T>
+int mma_refusal(const conv_args& a, const gemm_options& options, const device_facts* d) {
+  constexpr index_t E = 16 / index_t(sizeof(T));
+  auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
+  if (std::is_same_v<T, float> && options.math != gemm_math::tf32) {
+    return 1;
+  }
+  if (d != nullptr && d->major < 8) {
+    return 2;
+  }
+  if (a.c % E != 0 || a.xs[3] != 1 || a.xs[0] % E != 0 || a.xs[1] % E != 0 || a.xs[2] % E != 0 ||
+      !aligned(a.x)) {
+    return 3;
+  }
+  if (a.ws[3] != 1 || a.ws[2] != a.c || a.ws[1] != a.s * a.c || a.ws[0] % E != 0 || !aligned(a.w)) {
+    return 4;
+  }
+  const index_t span = (a.n - 1) * a.xs[0] + (a.h - 1) * a.xs[1] + (a.wd - 1) * a.xs[2] + a.c;
+  const index_t pad = a.ph * a.xs[1] + a.pw * a.xs[2];
+  if (span + pad >= INT_MAX || a.n * a.p * a.q >= INT_MAX - 256 || a.r * a.s * a.c >= INT_MAX ||
+      a.k >= INT_MAX || (a.r * a.dh + a.h) >= INT_MAX / 2 || (a.s * a.dw + a.wd) >= INT_MAX / 2) {
+    return 5;
+  }
+  return 0;
+}
+
+template <class T>
+std::string refusal_text(int code) {
+  const std::string e = std::to_string(16 / sizeof(T));
+  switch (code) {
+  case 1:
+    return "fp32 inputs run on tensor cores only with gemm_options::math = tf32";
+  case 2:
+    return "the device has no mma.sync (compute capability below 8.0)";
+  case 3:
+    return "X's channels must be contiguous, C and X's strides multiples of " + e +
+           " elements, X 16-byte aligned";
+  case 4:
+    return "W's r, s, c must be dense, its rows a multiple of " + e +
+           " elements apart, W 16-byte aligned";
+  case 5:
+    return "X, the output or the filter has 2^31 elements or more";
+  default:
+    return "no code for this device";
+  }
+}
+
+/// Whether the kernel of configuration Cfg for epilogue Epi has code for the current device;
+/// sets its shared-memory limit there (once per device).
+template <class Cfg, class Epi>
+bool mma_ready() {
+  static std::atomic<int> state[64]; // 0: unknown, 1: ready, 2: no code for the device
+  int dev = 0;
+  CUFUSE_CUDA_CHECK_MSG(cudaGetDevice(&dev), "cufuse::conv2d: reading the current device");
+  std::atomic<int>& st = state[dev & 63];
+  int v = st.load(std::memory_order_acquire);
+  if (v == 0) {
+    const void* k = reinterpret_cast<const void*>(&conv2d_mma_kernel<Cfg, Epi>);
+    cudaFuncAttributes attr{};
+    const cudaError_t e = cudaFuncGetAttributes(&attr, k);
+    if (e == cudaErrorInvalidDeviceFunction || e == cudaErrorNoKernelImageForDevice) {
+      (void)cudaGetLastError();
+      v = 2;
+    } else {
+      CUFUSE_CUDA_CHECK_MSG(e, "cufuse::conv2d: reading the attributes of " + mma_name<Cfg>());
+      v = attr.binaryVersion >= 80 ? 1 : 2;
+      if (v == 1) {
+        CUFUSE_CUDA_CHECK_MSG(
+            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::smem_bytes),
+            "cufuse::conv2d: setting the shared memory of " + mma_name<Cfg>());
+      }
+    }
+    st.store(v, std::memory_order_release);
+  }
+  return v == 1;
+}
+
+/// Output tiles of configuration Cfg over `a`'s [n p q, k] output.
+template <class Cfg>
+index_t tiles_of(const conv_args& a) {
+  return ((a.n * a.p * a.q + Cfg::BM - 1) / Cfg::BM) * ((a.k + Cfg::BN - 1) / Cfg::BN);
+}
+
+template <class Cfg, class Epi>
+void launch_mma(const conv_args& a, const Epi& epi, cudaStream_t stream) {
+  const index_t tiles = tiles_of<Cfg>(a);
+  if (tiles > 0x7fffffff) {
+    throw error("cufuse::conv2d: the output is too large for one launch of " + mma_name<Cfg>());
+  }
+  conv2d_mma_kernel<Cfg, Epi><<<unsigned(tiles), Cfg::threads, Cfg::smem_bytes, stream>>>(a, epi);
+  CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "launching cufuse::conv2d's " + mma_name<Cfg>());
+}
+
+template <class T, class Epi>
+void launch_simt(const conv_args& a, const Epi& epi, cudaStream_t stream) {
+  const index_t rows = a.n * a.p * a.q;
   const index_t gx = (rows + 63) / 64, gy = (a.k + 63) / 64;
   if (gx > 0x7fffffff || gy > 65535) {
     throw error("cufuse::conv2d: the output is too large for one launch (" + std::to_string(rows) +
@@ -445,9 +428,187 @@ void launch_simt(const P& pr, const conv2d_params& prm, const Epi& epi, cudaStre
   CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "launching cufuse::conv2d's SIMT kernel");
 }
 
+/// The conv_set of input type T and epilogue type Epi: every implicit-GEMM variant's name, in
+/// for_each_mma_config's order, the SIMT one last (one static object per pair).
+template <class T, class Epi>
+const conv_set& conv_set_of() {
+  static const conv_set s = [] {
+    conv_set c;
+    if constexpr (!std::is_same_v<Epi, gemm_detail::linear_combination>) {
+      c.epilogue = gemm_detail::epilogue_name<Epi>();
+    }
+    for_each_mma_config<T>(
+        [&](auto cfg) { c.names.push_back(mma_name<typename decltype(cfg)::type>()); });
+    c.names.emplace_back(simt_name);
+    return c;
+  }();
+  return s;
+}
+
+/// One call, as the tuner's launch callback receives it.
+template <class Epi>
+struct conv_call {
+  const conv_args* a;
+  const Epi* epi;
+};
+
+/// Launches variant `v` of conv_set_of<T, Epi>() (conv_launch_fn).
+template <class T, class Epi>
+void launch_variant(int v, const void* call, cudaStream_t stream) {
+  const auto& c = *static_cast<const conv_call<Epi>*>(call);
+  int i = 0;
+  bool done = false;
+  for_each_mma_config<T>([&](auto cfg) {
+    using Cfg = typename decltype(cfg)::type;
+    if (i++ == v) {
+      launch_mma<Cfg, Epi>(*c.a, *c.epi, stream);
+      done = true;
+    }
+  });
+  if (!done) {
+    launch_simt<T>(*c.a, *c.epi, stream);
+  }
+}
+
+/// The variants of conv_set_of<T, Epi>() that can run `a` here (bit v for names[v]), and the
+/// heuristic's choice among them: the largest tensor-core tile that still gives every SM a block
+/// (tiles wider than K skipped), the SIMT kernel where no tensor-core variant can run.
+template <class T, class Epi>
+std::pair<std::uint32_t, int> valid_variants(const conv_args& a, const gemm_options& options) {
+  const device_facts d = facts_of_current_device();
+  const bool tc = mma_refusal<T>(a, options, &d) == 0;
+  std::uint32_t valid = 0;
+  int heuristic = -1, i = 0;
+  for_each_mma_config<T>([&](auto cfg) {
+    using Cfg = typename decltype(cfg)::type;
+    const int v = i++;
+    if (!tc || !mma_ready<Cfg, Epi>()) {
+      return;
+    }
+    valid |= 1u << v;
+    const bool last = Cfg::BM == 64 && Cfg::BN == 64;
+    const bool fits = (Cfg::BN <= 64 || a.k > 64) && tiles_of<Cfg>(a) >= d.sms;
+    if (heuristic < 0 && (fits || last)) {
+      heuristic = v;
+    }
+  });
+  valid |= 1u << i; // the SIMT kernel
+  return {valid, heuristic < 0 ? i : heuristic};
+}
+
+/// What run() does with a problem: run it (no member set), or instead put the names of the
+/// implicit-GEMM variants that can run it into `*list`, record `*record` measured at `seconds`
+/// as its choice in the tuning database, put the tuner's choice into `*chosen`, or time every
+/// variant (`tune`: the GEMM's variants where it runs as one) and put the fastest into
+/// `*best` (recording it when a database file is set).
+struct conv_action {
+  std::vector<std::string>* list = nullptr;
+  const std::string* record = nullptr;
+  double seconds = 0.0;
+  std::optional<std::string>* chosen = nullptr;
+  std::pair<std::string, double>* best = nullptr;
+  int repeats = 5;
+};
+
+/// Runs `a` with epilogue object `epi` on the variant `options.variant` names, else on the
+/// tuner's choice (or performs `act`).
+template <class T, class Epi>
+void launch(const conv_args& a, const conv_key& key, const Epi& epi, const gemm_options& options,
+            cudaStream_t stream, const conv_action* act) {
+  const conv_set& set = conv_set_of<T, Epi>();
+  const auto [valid, heuristic] = valid_variants<T, Epi>(a, options);
+  if (act != nullptr) {
+    std::vector<std::string> names;
+    for (std::size_t v = 0; v < set.names.size(); ++v) {
+      if ((valid >> v & 1u) != 0) {
+        names.push_back(set.names[v]);
+      }
+    }
+    if (act->list != nullptr) {
+      *act->list = names;
+    } else if (act->record != nullptr) {
+      if (std::find(names.begin(), names.end(), *act->record) == names.end()) {
+        throw error("cufuse::tuning::record_conv2d: variant '" + *act->record +
+                    "' cannot run this convolution here");
+      }
+      record_conv(key, set, *act->record, act->seconds);
+    } else if (act->chosen != nullptr) {
+      *act->chosen = chosen_conv(key, set);
+    } else if (act->best != nullptr) {
+      const conv_call<Epi> call{&a, &epi};
+      *act->best = {std::string(), 0.0};
+      for (std::size_t v = 0; v < set.names.size(); ++v) {
+        if ((valid >> v & 1u) == 0) {
+          continue;
+        }
+        // 10 calls per sample: the host's launch path overlaps the queued kernels.
+        const double t = gemm_detail::median_call_seconds(
+            stream, act->repeats, 10, [&] { launch_variant<T, Epi>(int(v), &call, stream); });
+        if (act->best->first.empty() || t < act->best->second) {
+          *act->best = {set.names[v], t};
+        }
+      }
+      if (!tuning::file().empty()) {
+        record_conv(key, set, act->best->first, act->best->second);
+      }
+    }
+    return;
+  }
+  const conv_call<Epi> call{&a, &epi};
+  if (!options.variant.empty()) {
+    for (std::size_t v = 0; v < set.names.size(); ++v) {
+      if (set.names[v] == options.variant) {
+        if ((valid >> v & 1u) == 0) {
+          const device_facts d = facts_of_current_device();
+          throw error("cufuse::conv2d: variant " + options.variant + " cannot run this problem: " +
+                      refusal_text<T>(mma_refusal<T>(a, options, &d)));
+        }
+        launch_variant<T, Epi>(int(v), &call, stream);
+        return;
+      }
+    }
+    throw error("cufuse::conv2d: '" + options.variant +
+                "' is not a conv2d variant for this element type (cufuse::conv2d_variants lists "
+                "those that can run a convolution)");
+  }
+  run_conv(key, set, valid, heuristic, &launch_variant<T, Epi>, &call, stream);
+}
+
+/// The tuner's key of a checked problem.
+template <class P>
+conv_key key_of(const P& pr, const conv_args& a, const gemm_options& options) {
+  using T = std::remove_const_t<typename decltype(pr.x)::element_type>;
+  using TY = std::remove_const_t<typename decltype(pr.y)::element_type>;
+  conv_key k;
+  k.in = std::uint8_t(gemm_detail::dtype_of<T>());
+  k.out = std::uint8_t(gemm_detail::dtype_of<TY>());
+  k.tf32 = std::is_same_v<T, float> && options.math == gemm_math::tf32 ? 1 : 0;
+  gemm_options tc = options;
+  tc.math = gemm_math::tf32;
+  k.chunked = mma_refusal<T>(a, tc, nullptr) == 0 ? 1 : 0;
+  k.n = a.n;
+  k.h = a.h;
+  k.w = a.wd;
+  k.c = a.c;
+  k.k = a.k;
+  k.r = a.r;
+  k.s = a.s;
+  k.sh = a.sh;
+  k.sw = a.sw;
+  k.pt = a.ph;
+  k.pl = a.pw;
+  k.pb = pr.pb;
+  k.pr = pr.pr;
+  k.dh = a.dh;
+  k.dw = a.dw;
+  k.p = a.p;
+  k.q = a.q;
+  return k;
+}
+
 template <class X, class W, class Y, class E>
 void run(X&& xt, W&& wt, Y&& yt, const conv2d_params& prm, const E* epilogue,
-         const gemm_options& options, cudaStream_t stream) {
+         const gemm_options& options, cudaStream_t stream, const conv_action* act = nullptr) {
   if constexpr (!std::is_same_v<E, void>) {
     using N = detail::node_t<E>;
     static_assert(detail::epilogue_node_v<N>,
@@ -462,13 +623,18 @@ void run(X&& xt, W&& wt, Y&& yt, const conv2d_params& prm, const E* epilogue,
   using TY = typename decltype(pr.y)::element_type;
   const extents<4> xs = pr.x.shape(), ws = pr.w.shape(), ys = pr.y.shape();
   const index_t rows = ys[0] * ys[1] * ys[2];
-  if (rows == 0 || ys[3] == 0) {
+  const bool empty = rows == 0 || ys[3] == 0;
+  if (empty && act == nullptr) {
     return;
   }
   using YE = typename decltype(pr.y)::element_type;
   using YM = tensor_view<YE, 2, device_space>;
   const YM ym(pr.y.data(), extents<2>{rows, ys[3]}, strides<2>{pr.ldy, 1}, typename YM::trusted{});
-  if (is_gemm(pr, prm)) {
+  // A conv2d variant named in the options runs the implicit GEMM even where a GEMM could; so do
+  // the variant queries (conv2d_variants, record_conv2d, chosen_conv2d).
+  const bool conv_variant = options.variant.rfind("conv_", 0) == 0;
+  const bool implicit_only = act != nullptr && act->best == nullptr;
+  if (!conv_variant && !implicit_only && !empty && is_gemm(pr, prm)) {
     const auto xst = pr.x.strides();
     const index_t ldx = xs[2] > 1 ? xst[2] : (xs[1] > 1 ? xst[1] : (xs[0] > 1 ? xst[0] : xs[3]));
     using XE = typename decltype(pr.x)::element_type;
@@ -479,6 +645,30 @@ void run(X&& xt, W&& wt, Y&& yt, const conv2d_params& prm, const E* epilogue,
                 typename XM::trusted{});
     const WM wm(pr.w.data(), extents<2>{ws[0], ws[3]}, strides<2>{pr.w.strides()[0], 1},
                 typename WM::trusted{});
+    if (act != nullptr) { // tune: the GEMM this convolution runs as
+      if constexpr (std::is_same_v<E, void>) {
+        const gemm_problem gp = tuning::problem(xm, transpose(wm), ym, 1.0f, 0.0f, options);
+        *act->best = {std::string(), 0.0};
+        for (const std::string& name : tuning::variants(gp, options)) {
+          const double t = tuning::time(gp, name, stream, act->repeats, options);
+          if (act->best->first.empty() || t < act->best->second) {
+            *act->best = {name, t};
+          }
+        }
+        if (act->best->first.empty()) {
+          throw error("cufuse::tuning::tune_conv2d: no GEMM variant can run this 1x1 convolution");
+        }
+        if (!tuning::file().empty()) {
+          tuning::record(gp, act->best->first, act->best->second, options);
+        }
+      } else {
+        const auto c = tuning::tune_epilogue(xm, transpose(wm), ym,
+                                             flatten_epilogue(detail::to_node(*epilogue), ys),
+                                             options, act->repeats, false, stream);
+        *act->best = {c.variant, c.seconds};
+      }
+      return;
+    }
     if constexpr (std::is_same_v<E, void>) {
       gemm(xm, transpose(wm), ym, 1.0f, 0.0f, stream, options);
     } else {
@@ -487,8 +677,13 @@ void run(X&& xt, W&& wt, Y&& yt, const conv2d_params& prm, const E* epilogue,
     }
     return;
   }
+  const conv_args a = args_of(pr, prm);
+  const conv_key key = key_of(pr, a, options);
+  if (empty && act->best != nullptr) {
+    throw error("cufuse::tuning::tune_conv2d: the output is empty");
+  }
   if constexpr (std::is_same_v<E, void>) {
-    launch_simt<T>(pr, prm, gemm_detail::linear_combination{}, stream);
+    launch<T>(a, key, gemm_detail::linear_combination{}, options, stream, act);
   } else {
     const auto flat = flatten_epilogue(detail::to_node(*epilogue), ys);
     // Operands that share memory with Y must read exactly the element being written.
@@ -510,7 +705,7 @@ void run(X&& xt, W&& wt, Y&& yt, const conv2d_params& prm, const E* epilogue,
     const auto bound = detail::bind_epilogue(flat, extents<3>{1, rows, ys[3]}, 2);
     using Epi = detail::expression_epilogue<std::remove_cvref_t<decltype(bound)>, detail::pack<>,
                                             detail::pack<>>;
-    launch_simt<T>(pr, prm, Epi{bound, {}, {}}, stream);
+    launch<T>(a, key, Epi{bound, {}, {}}, options, stream, act);
   }
 }
 
@@ -534,5 +729,111 @@ void conv2d(X&& x, W&& w, Y&& y, const conv2d_params& params, const E& epilogue,
   conv_detail::run<X, W, Y, E>(std::forward<X>(x), std::forward<W>(w), std::forward<Y>(y), params,
                                &epilogue, options, stream);
 }
+
+/// The implicit-GEMM variants that can run this convolution here, by name (for
+/// `gemm_options::variant`, which then runs that variant even where a 1x1 convolution would run
+/// as a GEMM): tensor-core tiles (fp16 / bf16, and TF32 for fp32 inputs when `options.math` is
+/// tf32) where the layout allows them, and the SIMT kernel, which runs everything.
+template <class X, class W, class Y>
+std::vector<std::string> conv2d_variants(X&& x, W&& w, Y&& y, const conv2d_params& params = {},
+                                         const gemm_options& options = {}) {
+  std::vector<std::string> names;
+  conv_detail::conv_action act;
+  act.list = &names;
+  conv_detail::run<X, W, Y, void>(std::forward<X>(x), std::forward<W>(w), std::forward<Y>(y),
+                                  params, nullptr, options, current_stream(), &act);
+  return names;
+}
+
+namespace tuning {
+
+/// The fastest variant for one convolution, and its seconds per call.
+struct conv2d_choice {
+  std::string variant;
+  double seconds = 0.0;
+};
+
+/// Times every variant that can run conv2d(x, w, y, params[, epilogue]) on `stream` (after one
+/// untimed run each: `repeats` samples of 10 back-to-back calls between CUDA events, the median
+/// per call) and returns the fastest; with a tuning database file set (tuning::set_file or
+/// CUFUSE_TUNE_FILE), also records it there for save() to write, under the key conv2d looks up
+/// (modes online and frozen). A 1x1 convolution that runs as a GEMM tunes that GEMM's key.
+/// What `cufuse-tune --conv` does. Y is overwritten many times.
+template <class X, class W, class Y>
+conv2d_choice tune_conv2d(X&& x, W&& w, Y&& y, const conv2d_params& params = {},
+                          const gemm_options& options = {}, int repeats = 5,
+                          cudaStream_t stream = current_stream()) {
+  if (repeats < 1) {
+    throw error("cufuse::tuning::tune_conv2d: repeats must be >= 1, got " +
+                std::to_string(repeats));
+  }
+  std::pair<std::string, double> best;
+  conv_detail::conv_action act;
+  act.best = &best;
+  act.repeats = repeats;
+  conv_detail::run<X, W, Y, void>(std::forward<X>(x), std::forward<W>(w), std::forward<Y>(y),
+                                  params, nullptr, options, stream, &act);
+  return {best.first, best.second};
+}
+
+/// tune_conv2d for a convolution with a fused epilogue (its own key: the epilogue's type).
+template <class X, class W, class Y, class E>
+  requires(!std::is_same_v<std::remove_cvref_t<E>, gemm_options>)
+conv2d_choice tune_conv2d(X&& x, W&& w, Y&& y, const conv2d_params& params, const E& epilogue,
+                          const gemm_options& options = {}, int repeats = 5,
+                          cudaStream_t stream = current_stream()) {
+  if (repeats < 1) {
+    throw error("cufuse::tuning::tune_conv2d: repeats must be >= 1, got " +
+                std::to_string(repeats));
+  }
+  std::pair<std::string, double> best;
+  conv_detail::conv_action act;
+  act.best = &best;
+  act.repeats = repeats;
+  conv_detail::run<X, W, Y, E>(std::forward<X>(x), std::forward<W>(w), std::forward<Y>(y), params,
+                               &epilogue, options, stream, &act);
+  return {best.first, best.second};
+}
+
+/// The implicit-GEMM variant the tuner has settled on for this convolution (standard
+/// epilogue), if it has: in this process, else the database's exact entry.
+template <class X, class W, class Y>
+std::optional<std::string> chosen_conv2d(X&& x, W&& w, Y&& y, const conv2d_params& params = {},
+                                         const gemm_options& options = {}) {
+  std::optional<std::string> chosen;
+  conv_detail::conv_action act;
+  act.chosen = &chosen;
+  conv_detail::run<X, W, Y, void>(std::forward<X>(x), std::forward<W>(w), std::forward<Y>(y),
+                                  params, nullptr, options, current_stream(), &act);
+  return chosen;
+}
+
+/// chosen_conv2d for a convolution with a fused epilogue.
+template <class X, class W, class Y, class E>
+  requires(!std::is_same_v<std::remove_cvref_t<E>, gemm_options>)
+std::optional<std::string> chosen_conv2d(X&& x, W&& w, Y&& y, const conv2d_params& params,
+                                         const E& epilogue, const gemm_options& options = {}) {
+  std::optional<std::string> chosen;
+  conv_detail::conv_action act;
+  act.chosen = &chosen;
+  conv_detail::run<X, W, Y, E>(std::forward<X>(x), std::forward<W>(w), std::forward<Y>(y), params,
+                               &epilogue, options, current_stream(), &act);
+  return chosen;
+}
+
+/// Stores a measured choice of implicit-GEMM variant for this convolution (standard epilogue)
+/// in the tuning database; save() persists it. Throws if the variant cannot run it here or
+/// there is no database file.
+template <class X, class W, class Y>
+void record_conv2d(X&& x, W&& w, Y&& y, const conv2d_params& params, const std::string& variant,
+                   double seconds, const gemm_options& options = {}) {
+  conv_detail::conv_action act;
+  act.record = &variant;
+  act.seconds = seconds;
+  conv_detail::run<X, W, Y, void>(std::forward<X>(x), std::forward<W>(w), std::forward<Y>(y),
+                                  params, nullptr, options, current_stream(), &act);
+}
+
+} // namespace tuning
 
 } // namespace cufuse

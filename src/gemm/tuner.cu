@@ -129,51 +129,10 @@ bool capturing(cudaStream_t s) {
 
 void online_step(key_state& ks, const problem& p, const device_state& d, cudaStream_t stream,
                  const fused_call* f) {
-  record_finished(ks);
-  tune::ucb_bandit& b = *ks.bandit;
-  if (b.committed()) {
-    const int arm = b.committed_arm();
-    commit(ks, ks.arms[arm], p, d, b.median_seconds(arm));
-    launch(ks.arms[arm], p, d, stream, f);
-    return;
-  }
-  if (static_cast<int>(ks.in_flight.size()) >= max_in_flight || capturing(stream)) {
-    const int best = b.best_arm();
-    launch(best >= 0 ? ks.arms[best] : heuristic(p, d, ks.arms), p, d, stream, f);
-    return;
-  }
-  std::vector<int> pending(ks.arms.size(), 0);
-  for (const auto& s : ks.in_flight) {
-    ++pending[s.arm];
-  }
-  const int arm = b.next_arm(pending);
-  if (!ks.warmed[arm]) {
-    // An arm's first run is not a measurement: the first launch of a kernel and a change of
-    // working set make it slower than its steady state, which would bias a one-sample start.
-    ks.warmed[arm] = 1;
-    launch(ks.arms[arm], p, d, stream, f);
-    return;
-  }
-  // On an idle stream the start event completes at once and the kernel follows only after the
-  // host's launch path: a few microseconds that a short GEMM would count as its own. Such calls
-  // run untimed, unless the caller keeps the stream idle (synchronizes after every call): after
-  // 2 x arms of them, idle samples are taken anyway.
-  // An error from earlier work is left for the checked calls below to report; "not ready" is
-  // no error, and is never left behind as the last error.
-  const cudaError_t q = cudaStreamQuery(stream);
-  if (q == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) {
-    (void)cudaGetLastError();
-  }
-  if (q == cudaSuccess && ks.idle_skips < 2 * static_cast<int>(ks.arms.size())) {
-    ++ks.idle_skips;
-    launch(ks.arms[arm], p, d, stream, f);
-    return;
-  }
-  key_state::sample s{arm, ks.take_event(), ks.take_event()};
-  CUFUSE_CUDA_CHECK(cudaEventRecord(s.start, stream));
-  launch(ks.arms[arm], p, d, stream, f);
-  CUFUSE_CUDA_CHECK(cudaEventRecord(s.stop, stream));
-  ks.in_flight.push_back(s);
+  online_step_with(
+      ks, stream, [&](int vi) { launch(vi, p, d, stream, f); },
+      [&] { return heuristic(p, d, ks.arms); },
+      [&](int vi, double seconds) { commit(ks, vi, p, d, seconds); });
 }
 
 } // namespace cufuse::gemm_detail

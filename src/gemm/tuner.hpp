@@ -5,6 +5,7 @@
 
 #include "engine.hpp"
 
+#include <cufuse/conv/tuning.hpp>
 #include <cufuse/core/config.hpp>
 #include <cufuse/core/error.hpp>
 #include <cufuse/tune/bandit.hpp>
@@ -51,6 +52,32 @@ struct run_key_hash {
     mix(std::uint64_t(k.n));
     mix(std::uint64_t(k.k));
     mix(std::uint64_t(k.epi));
+    return static_cast<std::size_t>(h);
+  }
+};
+
+/// The in-memory key of a conv2d call: the device, the mode, the convolution and the kernel set
+/// (input type and epilogue type) that runs it.
+struct conv_run_key {
+  int ordinal;
+  std::uint8_t mode;
+  conv_detail::conv_key conv;
+  const conv_detail::conv_set* set;
+  bool operator==(const conv_run_key&) const = default;
+};
+
+struct conv_run_key_hash {
+  std::size_t operator()(const conv_run_key& k) const noexcept {
+    std::uint64_t h = 1469598103934665603ull; // FNV-1a over the fields
+    auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    const conv_detail::conv_key& c = k.conv;
+    mix(std::uint64_t(k.ordinal) | std::uint64_t(k.mode) << 16 | std::uint64_t(c.in) << 24 |
+        std::uint64_t(c.out) << 32 | std::uint64_t(c.tf32) << 40 | std::uint64_t(c.chunked) << 48);
+    for (index_t v :
+         {c.n, c.h, c.w, c.c, c.k, c.r, c.s, c.sh, c.sw, c.pt, c.pl, c.pb, c.pr, c.dh, c.dw}) {
+      mix(std::uint64_t(v));
+    }
+    mix(reinterpret_cast<std::uintptr_t>(k.set));
     return static_cast<std::size_t>(h);
   }
 };
@@ -109,6 +136,7 @@ public:
   void reset() {
     std::unique_lock<std::shared_mutex> g(keys_mu_);
     keys_.clear();
+    conv_keys_.clear();
   }
   void set_file(const std::string& path) {
     {
@@ -168,6 +196,28 @@ public:
     return slot;
   }
 
+  /// The state of a conv2d key (conv_tuner.cu), created on first use.
+  std::shared_ptr<key_state> conv_state(const conv_run_key& key) {
+    {
+      std::shared_lock<std::shared_mutex> g(keys_mu_);
+      const auto it = conv_keys_.find(key);
+      if (it != conv_keys_.end()) {
+        return it->second;
+      }
+    }
+    std::unique_lock<std::shared_mutex> g(keys_mu_);
+    auto& slot = conv_keys_[key];
+    if (!slot) {
+      slot = std::make_shared<key_state>();
+    }
+    return slot;
+  }
+  std::shared_ptr<key_state> find_conv(const conv_run_key& key) {
+    std::shared_lock<std::shared_mutex> g(keys_mu_);
+    const auto it = conv_keys_.find(key);
+    return it == conv_keys_.end() ? nullptr : it->second;
+  }
+
   std::shared_ptr<key_state> find(const run_key& key) {
     std::shared_lock<std::shared_mutex> g(keys_mu_);
     const auto it = keys_.find(key);
@@ -183,6 +233,7 @@ private:
   std::atomic<tune_mode> mode_;
   std::shared_mutex keys_mu_;
   std::unordered_map<run_key, std::shared_ptr<key_state>, run_key_hash> keys_;
+  std::unordered_map<conv_run_key, std::shared_ptr<key_state>, conv_run_key_hash> conv_keys_;
   std::mutex db_mu_;
   std::string file_;
   std::map<int, std::unique_ptr<tune::tuning_database>> dbs_;
@@ -201,6 +252,63 @@ int from_database(const problem& p, const device_state& d, bool nearest,
 void record_finished(key_state& ks);
 /// Makes `vi` the key's choice (and writes it to the database, if any).
 void commit(key_state& ks, int vi, const problem& p, const device_state& d, double seconds);
+/// Whether `s` is capturing a graph (or cannot tell): no timing then.
+bool capturing(cudaStream_t s);
+
+/// One call of a key in online mode, not yet committed: time one arm (or run the best so far
+/// untimed). `run(v)` launches variant v (a value of ks.arms); `fallback()` is the variant to
+/// run while nothing is measured and no sample can be taken; `commit(v, seconds)` makes v the
+/// key's choice once the bandit commits. Shared by GEMM and conv2d keys.
+template <class Run, class Fallback, class Commit>
+void online_step_with(key_state& ks, cudaStream_t stream, Run&& run, Fallback&& fallback,
+                      Commit&& commit_arm) {
+  record_finished(ks);
+  tune::ucb_bandit& b = *ks.bandit;
+  if (b.committed()) {
+    const int arm = b.committed_arm();
+    commit_arm(ks.arms[arm], b.median_seconds(arm));
+    run(ks.arms[arm]);
+    return;
+  }
+  if (static_cast<int>(ks.in_flight.size()) >= max_in_flight || capturing(stream)) {
+    const int best = b.best_arm();
+    run(best >= 0 ? ks.arms[best] : fallback());
+    return;
+  }
+  std::vector<int> pending(ks.arms.size(), 0);
+  for (const auto& s : ks.in_flight) {
+    ++pending[s.arm];
+  }
+  const int arm = b.next_arm(pending);
+  if (!ks.warmed[arm]) {
+    // An arm's first run is not a measurement: the first launch of a kernel and a change of
+    // working set make it slower than its steady state, which would bias a one-sample start.
+    ks.warmed[arm] = 1;
+    run(ks.arms[arm]);
+    return;
+  }
+  // On an idle stream the start event completes at once and the kernel follows only after the
+  // host's launch path: a few microseconds that a short kernel would count as its own. Such
+  // calls run untimed, unless the caller keeps the stream idle (synchronizes after every call):
+  // after 2 x arms of them, idle samples are taken anyway.
+  // An error from earlier work is left for the checked calls below to report; "not ready" is
+  // no error, and is never left behind as the last error.
+  const cudaError_t q = cudaStreamQuery(stream);
+  if (q == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+  }
+  if (q == cudaSuccess && ks.idle_skips < 2 * static_cast<int>(ks.arms.size())) {
+    ++ks.idle_skips;
+    run(ks.arms[arm]);
+    return;
+  }
+  key_state::sample s{arm, ks.take_event(), ks.take_event()};
+  CUFUSE_CUDA_CHECK(cudaEventRecord(s.start, stream));
+  run(ks.arms[arm]);
+  CUFUSE_CUDA_CHECK(cudaEventRecord(s.stop, stream));
+  ks.in_flight.push_back(s);
+}
+
 /// Online mode, key not yet committed: time one arm (or run the best so far untimed).
 void online_step(key_state& ks, const problem& p, const device_state& d, cudaStream_t stream,
                  const fused_call* f = nullptr);

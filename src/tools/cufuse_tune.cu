@@ -10,7 +10,12 @@
 /// --epilogue bias_gelu[,bias_relu,bias] tunes GEMMs with those epilogues instead (the keys of
 /// `cufuse::gemm(A, W, Y, cufuse::gelu_tanh(cufuse::acc + bias))` and the like; tune_epilogue.hpp):
 /// every variant of the epilogue's set timed, the fastest recorded.
+///
+/// --conv N,H,W,C,K,R,S,stride,pad[,dilation] (repeated, or --conv-file with one per line)
+/// tunes conv2d's implicit-GEMM variants for those convolutions instead (NHWC / KRSC, the
+/// --dtypes given; a 1x1 convolution that runs as a GEMM tunes that GEMM; tune_conv.hpp).
 #include "cublas_gemm.hpp"
+#include "tune_conv.hpp"
 #include "tune_epilogue.hpp"
 
 #include <cufuse/gemm.cuh>
@@ -53,7 +58,8 @@ struct options {
   bool cublas = true;
   std::vector<std::string> only;      // keep variants whose name contains one of these (profiling)
   std::vector<std::string> epilogues; // --epilogue: tune these named epilogues instead
-  int samples = 5;                    // exhaustive samples per variant
+  std::vector<cufuse_tools::conv_spec> convs; // --conv: tune these convolutions instead
+  int samples = 5;                            // exhaustive samples per variant
   int reruns = 10; // runs of the chosen variant and of cuBLAS for the reported speed
   int replays = 200;
 };
@@ -67,6 +73,9 @@ struct options {
       "         [--batch B] [--file DB] [--exhaustive] [--samples N] [--json OUT]\n"
       "         [--no-cublas] [--only SUBSTR[,SUBSTR...]] [--beta B]\n"
       "         [--epilogue bias,bias_relu,bias_gelu]  (the GEMM with that epilogue instead)\n"
+      "   or: cufuse-tune --conv N,H,W,C,K,R,S,stride,pad[,dilation] [--conv ...] | --conv-file F\n"
+      "         [--dtypes f32,tf32,f16,bf16] [--out-dtype same|f32] [--file DB] [--samples N]\n"
+      "         [--json OUT]  (conv2d, NHWC input, KRSC filter)\n"
       "DB defaults to $CUFUSE_TUNE_FILE, else cufuse-tune.db\n",
       why.c_str());
   std::exit(2);
@@ -147,13 +156,41 @@ options parse(int argc, char** argv) {
       o.only = split(value(), ',');
     } else if (a == "--epilogue") {
       o.epilogues = split(value(), ',');
+    } else if (a == "--conv" || a == "--conv-file") {
+      std::vector<std::string> specs;
+      if (a == "--conv") {
+        specs.push_back(value());
+      } else {
+        std::ifstream in(value());
+        if (!in) {
+          usage("cannot read " + std::string(argv[i]));
+        }
+        std::string line;
+        while (std::getline(in, line)) {
+          if (!line.empty() && line[0] != '#') {
+            specs.push_back(line);
+          }
+        }
+      }
+      for (const std::string& spec : specs) {
+        cufuse_tools::conv_spec c{};
+        if (!cufuse_tools::parse_conv_spec(spec, c)) {
+          usage("bad --conv '" + spec +
+                "' (want N,H,W,C,K,R,S,stride,pad[,dilation], all >= 1 "
+                "but pad >= 0)");
+        }
+        o.convs.push_back(c);
+      }
     } else if (a == "--help" || a == "-h") {
       usage("help");
     } else {
       usage("unknown argument " + a);
     }
   }
-  if (o.shapes.empty()) {
+  if (!o.convs.empty() && (!o.shapes.empty() || !o.epilogues.empty() || o.exhaustive)) {
+    usage("--conv tunes convolutions only (no --shapes, --epilogue or --exhaustive)");
+  }
+  if (o.shapes.empty() && o.convs.empty()) {
     usage("no shapes");
   }
   if (o.file.empty()) {
@@ -471,6 +508,37 @@ int tune_epilogues(const options& opt, const cudaDeviceProp& prop, cudaStream_t 
   return finish(opt, js.str());
 }
 
+/// --conv: for each convolution x dtype, every conv2d variant that can run it timed
+/// (cufuse::tuning::tune_conv2d) and the fastest recorded in the database.
+int tune_convs(const options& opt, const cudaDeviceProp& prop, cudaStream_t stream) {
+  std::printf("# cufuse-tune --conv on %s (%d SMs), database %s\n", prop.name,
+              prop.multiProcessorCount, opt.file.c_str());
+  std::printf("%-6s %-36s %-34s %9s %8s\n", "dtype", "N,H,W,C,K,R,S,stride,pad,dil",
+              "chosen variant", "ms", "TFLOP/s");
+  std::ostringstream js;
+  js << "{\"device\": \"" << json_escape(prop.name) << "\", \"conv_keys\": [";
+  bool first_key = true;
+  for (const std::string& dt : opt.dtypes) {
+    for (const cufuse_tools::conv_spec& c : opt.convs) {
+      const auto t = cufuse_tools::tune_conv(c, dt, opt.out_dtype == "f32", opt.samples, stream);
+      const double tf =
+          2.0 * double(c.n * t.p * t.q) * double(c.k) * double(c.r * c.s * c.c) / t.seconds * 1e-12;
+      char spec[96];
+      std::snprintf(spec, sizeof spec, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", c.n,
+                    c.h, c.w, c.c, c.k, c.r, c.s, c.stride, c.pad, c.dilation);
+      std::printf("%-6s %-36s %-34s %9.4f %8.1f\n", dt.c_str(), spec, t.variant.c_str(),
+                  t.seconds * 1e3, tf);
+      std::fflush(stdout);
+      js << (first_key ? "" : ",") << "\n  {\"dtype\": \"" << dt << "\", \"conv\": \"" << spec
+         << "\", \"chosen\": \"" << t.variant << "\", \"chosen_s\": " << t.seconds
+         << ", \"tflops\": " << tf << "}";
+      first_key = false;
+    }
+  }
+  js << "\n]}\n";
+  return finish(opt, js.str());
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -491,8 +559,9 @@ int main(int argc, char** argv) {
     }
     cudaStream_t stream = nullptr;
     CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    if (!opt.epilogues.empty()) {
-      const int rc = tune_epilogues(opt, prop, stream);
+    if (!opt.epilogues.empty() || !opt.convs.empty()) {
+      const int rc =
+          opt.convs.empty() ? tune_epilogues(opt, prop, stream) : tune_convs(opt, prop, stream);
       if (handle) {
         cublasDestroy(handle);
       }

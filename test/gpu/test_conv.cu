@@ -9,8 +9,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,15 +41,20 @@ std::string name_of(const conv_case& t) {
          std::to_string(t.prm.dilation[1]);
 }
 
-/// The convolution in double: x [n, h, w, c], wt [k, r, s, c] -> [n, p, q, k].
-std::vector<double> conv_ref(const std::vector<float>& x, const std::vector<float>& wt,
-                             const conv_case& t, index_t p, index_t q) {
-  std::vector<double> y(static_cast<std::size_t>(t.n * p * q * t.k), 0.0);
+/// The convolution in double: x [n, h, w, c], wt [k, r, s, c] -> [n, p, q, k], and at each
+/// output the sum of its products' magnitudes (for the accumulation's error bound).
+struct conv_result {
+  std::vector<double> y, mag;
+};
+conv_result conv_ref(const std::vector<float>& x, const std::vector<float>& wt, const conv_case& t,
+                     index_t p, index_t q) {
+  const std::size_t size = static_cast<std::size_t>(t.n * p * q * t.k);
+  conv_result out{std::vector<double>(size, 0.0), std::vector<double>(size, 0.0)};
   for (index_t b = 0; b < t.n; ++b) {
     for (index_t i = 0; i < p; ++i) {
       for (index_t j = 0; j < q; ++j) {
         for (index_t o = 0; o < t.k; ++o) {
-          double acc = 0.0;
+          double acc = 0.0, mag = 0.0;
           for (index_t fr = 0; fr < t.r; ++fr) {
             for (index_t fs = 0; fs < t.s; ++fs) {
               const index_t hh = i * t.prm.stride[0] - t.prm.padding[0] + fr * t.prm.dilation[0];
@@ -53,17 +63,21 @@ std::vector<double> conv_ref(const std::vector<float>& x, const std::vector<floa
                 continue;
               }
               for (index_t ch = 0; ch < t.c; ++ch) {
-                acc += double(x[std::size_t(((b * t.h + hh) * t.w + ww) * t.c + ch)]) *
-                       double(wt[std::size_t(((o * t.r + fr) * t.s + fs) * t.c + ch)]);
+                const double prod = double(x[std::size_t(((b * t.h + hh) * t.w + ww) * t.c + ch)]) *
+                                    double(wt[std::size_t(((o * t.r + fr) * t.s + fs) * t.c + ch)]);
+                acc += prod;
+                mag += std::abs(prod);
               }
             }
           }
-          y[std::size_t(((b * p + i) * q + j) * t.k + o)] = acc;
+          const std::size_t e = std::size_t(((b * p + i) * q + j) * t.k + o);
+          out.y[e] = acc;
+          out.mag[e] = mag;
         }
       }
     }
   }
-  return y;
+  return out;
 }
 
 template <class T, int R>
@@ -89,13 +103,18 @@ std::vector<float> host_of(const cufuse::tensor<T, R>& t) {
   return out;
 }
 
+/// got ~ want within fp32 accumulation of `terms` products (2 terms 2^-24 of their magnitudes),
+/// TF32 inputs (2^-9 of them: each operand loses its low 13 bits toward zero) and one rounding
+/// to TY; exact for integer data of small magnitude.
 template <class TY>
 void check_close(const std::vector<float>& got, const std::vector<double>& want,
+                 const std::vector<double>& mag, index_t terms, bool tf32,
                  const std::string& what) {
   REQUIRE(got.size() == want.size());
   std::size_t bad = 0, first = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
-    const double tol = 1.01 * out_eps<TY>() * std::abs(want[i]) + 2e-5 * (1.0 + std::abs(want[i]));
+    const double acc_tol = mag[i] * (2.0 * double(terms) * 0x1p-24 + (tf32 ? 0x1p-9 : 0.0));
+    const double tol = acc_tol + out_eps<TY>() * (std::abs(want[i]) + acc_tol) + 1e-30;
     if (!(std::abs(got[i] - want[i]) <= tol)) {
       if (bad++ == 0) {
         first = i;
@@ -121,12 +140,24 @@ std::vector<conv_case> cases() {
       {1, 8, 7, 6, 9, 3, 2, P{.padding = {0, 1}, .padding_end = {2, 0}}}, // asymmetric pad
       {1, 4, 4, 2, 3, 4, 4, P{}},                                         // filter = input
       {2, 6, 5, 7, 130, 2, 3, P{.stride = {1, 2}, .padding = {1, 0}}},    // K over 2 tiles
+      // Channel counts in 16-byte chunks: the tensor-core variants run these too.
+      {2, 12, 10, 64, 136, 3, 3, P{.padding = {1, 1}}},                       // 240 pixels, K 136
+      {1, 15, 13, 8, 72, 3, 3, P{.stride = {2, 2}, .padding = {1, 1}}},       // C 8: 4 taps a tile
+      {2, 17, 19, 24, 16, 5, 5, P{.padding = {2, 2}, .dilation = {2, 2}}},    // dilation 2
+      {1, 23, 21, 8, 24, 7, 7, P{.stride = {2, 2}, .padding = {3, 3}}},       // stem, C padded to 8
+      {3, 9, 8, 32, 64, 1, 1, P{.stride = {2, 2}}},                           // 1x1 stride 2
+      {2, 10, 9, 16, 40, 1, 1, P{}},                                          // 1x1 forced off GEMM
+      {1, 11, 12, 40, 24, 3, 2, P{.padding = {2, 0}, .padding_end = {0, 1}}}, // asymmetric
   };
 }
 
+/// Runs every case with every implicit-GEMM variant that can run it (conv2d_variants) and with
+/// the default choice. fp32 inputs: exact SIMT, or TF32 tensor cores under `math` = tf32.
 template <class T, class TY>
-void run_cases(data_kind kind) {
+void run_cases(data_kind kind, cufuse::gemm_math math = cufuse::gemm_math::fp32) {
   std::mt19937 rng(Catch::rngSeed() + 3);
+  const bool tf32 = std::is_same_v<T, float> && math == cufuse::gemm_math::tf32;
+  constexpr index_t chunk = 16 / index_t(sizeof(T));
   for (const conv_case& t : cases()) {
     const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
     REQUIRE(p > 0);
@@ -136,16 +167,31 @@ void run_cases(data_kind kind) {
     const auto hx = fill(x, kind, rng);
     const auto hw = fill(w, kind, rng);
     const auto want = conv_ref(hx, hw, t, p, q);
-    y.fill(std::numeric_limits<float>::quiet_NaN());
-    cufuse::conv2d(x, w, y, t.prm);
-    check_close<TY>(host_of(y), want, name_of(t));
+    cufuse::gemm_options opt;
+    opt.math = math;
+    std::vector<std::string> names = cufuse::conv2d_variants(x, w, y, t.prm, opt);
+    REQUIRE(!names.empty());
+    CHECK(names.back() == "conv_simt_64x64x16");
+    // The tensor-core tiles run every case whose channels come in 16-byte chunks.
+    const bool tensor_cores = (!std::is_same_v<T, float> || tf32) && t.c % chunk == 0;
+    CHECK(names.size() == (tensor_cores ? (std::is_same_v<T, float> ? 3u : 4u) : 1u));
+    names.insert(names.begin(), std::string()); // the default choice
+    for (const std::string& v : names) {
+      opt.variant = v;
+      y.fill(std::numeric_limits<float>::quiet_NaN());
+      cufuse::conv2d(x, w, y, t.prm, opt);
+      const bool on_tf32 = tf32 && v != "conv_simt_64x64x16"; // the default may take TF32
+      check_close<TY>(host_of(y), want.y, want.mag, t.r * t.s * t.c, on_tf32,
+                      name_of(t) + " variant '" + v + "'");
+    }
   }
 }
 
 } // namespace
 
-TEST_CASE("conv2d: fp32, every case against a double loop", "[conv]") {
+TEST_CASE("conv2d: fp32, every case against a double loop (exact and TF32)", "[conv]") {
   run_cases<float, float>(data_kind::reals);
+  run_cases<float, float>(data_kind::reals, cufuse::gemm_math::tf32);
 }
 
 TEST_CASE("conv2d: bf16 -> bf16 and bf16 -> fp32", "[conv]") {
@@ -155,12 +201,14 @@ TEST_CASE("conv2d: bf16 -> bf16 and bf16 -> fp32", "[conv]") {
 
 TEST_CASE("conv2d: fp16 -> fp16", "[conv]") { run_cases<__half, __half>(data_kind::reals); }
 
-TEST_CASE("conv2d: fused epilogue (folded batch norm, ReLU, residual), both paths", "[conv]") {
+TEST_CASE("conv2d: fused epilogue (folded batch norm, ReLU, residual), every variant", "[conv]") {
   std::mt19937 rng(Catch::rngSeed() + 5);
   using bf16 = __nv_bfloat16;
   using P = cufuse::conv2d_params;
-  // 3x3 "same" (the implicit-GEMM kernel) and 1x1 (the GEMM path), as in a ResNet block.
+  // 3x3 "same" (the implicit-GEMM kernels) and 1x1 (the GEMM path by default), as in a ResNet
+  // block; the larger one over several tiles with a partial channel tile.
   for (const conv_case& t : {conv_case{2, 9, 7, 8, 24, 3, 3, P{.padding = {1, 1}}},
+                             conv_case{2, 12, 11, 32, 136, 3, 3, P{.padding = {1, 1}}},
                              conv_case{2, 9, 7, 24, 8, 1, 1, P{}}}) {
     const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
     cufuse::tensor<bf16, 4> x({t.n, t.h, t.w, t.c}), w({t.k, t.r, t.s, t.c});
@@ -172,41 +220,92 @@ TEST_CASE("conv2d: fused epilogue (folded batch norm, ReLU, residual), both path
     const auto hscale = fill(scale, data_kind::reals, rng);
     const auto hshift = fill(shift, data_kind::reals, rng);
     const auto acc = conv_ref(hx, hw, t, p, q);
-    std::vector<double> want(acc.size());
-    for (std::size_t e = 0; e < acc.size(); ++e) {
+    std::vector<double> want(acc.y.size()), mag(acc.y.size());
+    for (std::size_t e = 0; e < acc.y.size(); ++e) {
       const std::size_t o = e % std::size_t(t.k);
-      want[e] = std::max(0.0, acc[e] * hscale[o] + hshift[o]) + hres[e];
+      want[e] = std::max(0.0, acc.y[e] * hscale[o] + hshift[o]) + hres[e];
+      mag[e] = acc.mag[e] * std::abs(hscale[o]);
     }
-    y.fill(std::numeric_limits<float>::quiet_NaN());
-    cufuse::conv2d(x, w, y, t.prm, cufuse::relu(cufuse::acc * scale + shift) + res);
-    check_close<bf16>(host_of(y), want, name_of(t) + " relu(acc * scale + shift) + res");
+    std::vector<std::string> names = cufuse::conv2d_variants(x, w, y, t.prm);
+    CHECK(names.size() == 4u);
+    names.insert(names.begin(), std::string());
+    for (const std::string& v : names) {
+      cufuse::gemm_options opt;
+      opt.variant = v;
+      y.fill(std::numeric_limits<float>::quiet_NaN());
+      cufuse::conv2d(x, w, y, t.prm, cufuse::relu(cufuse::acc * scale + shift) + res, opt);
+      check_close<bf16>(host_of(y), want, mag, t.r * t.s * t.c, false,
+                        name_of(t) + " relu(acc * scale + shift) + res, variant '" + v + "'");
+    }
   }
 }
 
 TEST_CASE("conv2d: strided views of X and Y; a view of W", "[conv]") {
   std::mt19937 rng(Catch::rngSeed() + 7);
-  const conv_case t{2, 6, 7, 5, 9, 3, 3, cufuse::conv2d_params{.padding = {1, 1}}};
-  const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
-  // X: every other channel of a wider tensor; Y: rows of k inside rows of 12.
-  cufuse::tensor<float, 4> xw({t.n, t.h, t.w, 2 * t.c}), w({t.k, t.r, t.s, t.c});
-  cufuse::tensor<float, 4> yw({t.n, p, q, 12});
-  const auto hxw = fill(xw, data_kind::reals, rng);
-  const auto hw = fill(w, data_kind::reals, rng);
-  std::vector<float> hx(static_cast<std::size_t>(t.n * t.h * t.w * t.c));
-  for (std::size_t i = 0; i < hx.size(); ++i) {
-    hx[i] = hxw[2 * i];
+  {
+    const conv_case t{2, 6, 7, 5, 9, 3, 3, cufuse::conv2d_params{.padding = {1, 1}}};
+    const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
+    // X: every other channel of a wider tensor; Y: rows of k inside rows of 12.
+    cufuse::tensor<float, 4> xw({t.n, t.h, t.w, 2 * t.c}), w({t.k, t.r, t.s, t.c});
+    cufuse::tensor<float, 4> yw({t.n, p, q, 12});
+    const auto hxw = fill(xw, data_kind::reals, rng);
+    const auto hw = fill(w, data_kind::reals, rng);
+    std::vector<float> hx(static_cast<std::size_t>(t.n * t.h * t.w * t.c));
+    for (std::size_t i = 0; i < hx.size(); ++i) {
+      hx[i] = hxw[2 * i];
+    }
+    auto xv =
+        cufuse::slice(xw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(0, 2 * t.c, 2));
+    auto yv = cufuse::slice(yw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(0, t.k));
+    yw.fill(std::numeric_limits<float>::quiet_NaN());
+    cufuse::conv2d(xv, w.view(), yv, t.prm);
+    const auto want = conv_ref(hx, hw, t, p, q);
+    const auto got_all = host_of(yw);
+    std::vector<float> got(want.y.size());
+    for (std::size_t e = 0; e < want.y.size(); ++e) {
+      got[e] = got_all[(e / std::size_t(t.k)) * 12 + e % std::size_t(t.k)];
+    }
+    check_close<float>(got, want.y, want.mag, t.r * t.s * t.c, false, "strided views");
   }
-  auto xv = cufuse::slice(xw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(0, 2 * t.c, 2));
-  auto yv = cufuse::slice(yw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(0, t.k));
-  yw.fill(std::numeric_limits<float>::quiet_NaN());
-  cufuse::conv2d(xv, w.view(), yv, t.prm);
-  const auto want = conv_ref(hx, hw, t, p, q);
-  const auto got_all = host_of(yw);
-  std::vector<float> got(want.size());
-  for (std::size_t e = 0; e < want.size(); ++e) {
-    got[e] = got_all[(e / std::size_t(t.k)) * 12 + e % std::size_t(t.k)];
+  {
+    // bf16: X = channels 16..31 of rows of 40 (16-byte aligned, the tensor cores take it), Y
+    // rows of k = 24 inside rows of 32; every variant.
+    using bf16 = __nv_bfloat16;
+    const conv_case t{2, 9, 10, 16, 24, 3, 3, cufuse::conv2d_params{.padding = {1, 1}}};
+    const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
+    cufuse::tensor<bf16, 4> xw({t.n, t.h, t.w, 40}), w({t.k, t.r, t.s, t.c});
+    cufuse::tensor<bf16, 4> yw({t.n, p, q, 32});
+    const auto hxw = fill(xw, data_kind::reals, rng);
+    const auto hw = fill(w, data_kind::reals, rng);
+    std::vector<float> hx(static_cast<std::size_t>(t.n * t.h * t.w * t.c));
+    for (std::size_t i = 0; i < hx.size(); ++i) {
+      hx[i] = hxw[(i / 16) * 40 + 16 + i % 16];
+    }
+    auto xv = cufuse::slice(xw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(16, 32));
+    auto yv = cufuse::slice(yw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(0, t.k));
+    const auto want = conv_ref(hx, hw, t, p, q);
+    std::vector<std::string> names = cufuse::conv2d_variants(xv, w, yv, t.prm);
+    CHECK(names.size() == 4u);
+    for (const std::string& v : names) {
+      cufuse::gemm_options opt;
+      opt.variant = v;
+      yw.fill(std::numeric_limits<float>::quiet_NaN());
+      cufuse::conv2d(xv, w, yv, t.prm, opt);
+      const auto got_all = host_of(yw);
+      std::vector<float> got(want.y.size());
+      for (std::size_t e = 0; e < want.y.size(); ++e) {
+        got[e] = got_all[(e / std::size_t(t.k)) * 32 + e % std::size_t(t.k)];
+      }
+      check_close<bf16>(got, want.y, want.mag, t.r * t.s * t.c, false,
+                        "bf16 channel slice, variant '" + v + "'");
+      // The columns past k stay untouched.
+      std::size_t touched = 0;
+      for (std::size_t e = 0; e < got_all.size(); ++e) {
+        touched += e % 32 >= std::size_t(t.k) && !std::isnan(got_all[e]) ? 1 : 0;
+      }
+      CHECK(touched == 0);
+    }
   }
-  check_close<float>(got, want, "strided views");
 }
 
 TEST_CASE("conv2d: shape errors name the shapes and parameters", "[conv]") {
@@ -235,4 +334,86 @@ TEST_CASE("conv2d: shape errors name the shapes and parameters", "[conv]") {
   CHECK_THROWS_AS(cufuse::conv2d(xb, wb, yb, cufuse::conv2d_params{.padding = {1, 1}},
                                  cufuse::relu(cufuse::acc * scale + shift) + per_n),
                   cufuse::shape_error);
+}
+
+TEST_CASE("conv2d: the tuner: tune_conv2d records, frozen and online modes choose",
+          "[conv][tune]") {
+  std::mt19937 rng(Catch::rngSeed() + 11);
+  using bf16 = __nv_bfloat16;
+  using P = cufuse::conv2d_params;
+  const conv_case t{2, 12, 10, 64, 136, 3, 3, P{.padding = {1, 1}}};
+  const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
+  cufuse::tensor<bf16, 4> x({t.n, t.h, t.w, t.c}), w({t.k, t.r, t.s, t.c}), y({t.n, p, q, t.k});
+  cufuse::tensor<float, 1> scale({t.k}), shift({t.k});
+  const auto hx = fill(x, data_kind::reals, rng);
+  const auto hw = fill(w, data_kind::reals, rng);
+  const auto hscale = fill(scale, data_kind::reals, rng);
+  const auto hshift = fill(shift, data_kind::reals, rng);
+  const auto want = conv_ref(hx, hw, t, p, q);
+  const index_t terms = t.r * t.s * t.c;
+  auto check_run = [&](const std::string& what) {
+    y.fill(std::numeric_limits<float>::quiet_NaN());
+    cufuse::conv2d(x, w, y, t.prm);
+    check_close<bf16>(host_of(y), want.y, want.mag, terms, false, what);
+  };
+  const std::string path = "conv_tune_test.db";
+  std::remove(path.c_str());
+  const cufuse::tune_mode mode0 = cufuse::tuning::mode();
+  const std::string file0 = cufuse::tuning::file();
+  cufuse::tuning::set_file(path);
+  cufuse::tuning::set_mode(cufuse::tune_mode::frozen);
+
+  const std::vector<std::string> names = cufuse::conv2d_variants(x, w, y, t.prm);
+  REQUIRE(names.size() == 4u);
+  CHECK(!cufuse::tuning::chosen_conv2d(x, w, y, t.prm).has_value());
+  const auto c = cufuse::tuning::tune_conv2d(x, w, y, t.prm, {}, 2);
+  CHECK(std::find(names.begin(), names.end(), c.variant) != names.end());
+  CHECK(c.seconds > 0.0);
+  CHECK(cufuse::tuning::chosen_conv2d(x, w, y, t.prm) == c.variant);
+  CHECK_THROWS_AS(cufuse::tuning::record_conv2d(x, w, y, t.prm, "no_such_variant", 1e-3),
+                  cufuse::error);
+  // The fused epilogue has its own key.
+  const auto epi = cufuse::relu(cufuse::acc * scale + shift);
+  const auto ce = cufuse::tuning::tune_conv2d(x, w, y, t.prm, epi, {}, 2);
+  CHECK(std::find(names.begin(), names.end(), ce.variant) != names.end());
+  CHECK(cufuse::tuning::chosen_conv2d(x, w, y, t.prm, epi) == ce.variant);
+  REQUIRE(cufuse::tuning::save());
+  {
+    std::ifstream in(path);
+    const std::string db((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(db.find("conv.bf16>bf16.c1.f3x3.s1x1.p1,1,1,1.d1x1.v=") != std::string::npos);
+    CHECK(db.find("conv.bf16>bf16.c1.f3x3.s1x1.p1,1,1,1.d1x1.e=x") != std::string::npos);
+    CHECK(db.find(c.variant) != std::string::npos);
+  }
+  // A recorded choice is what a fresh frozen tuner runs: each variant in turn.
+  for (const std::string& v : names) {
+    cufuse::tuning::record_conv2d(x, w, y, t.prm, v, 1e-3);
+    cufuse::tuning::reset();
+    check_run("frozen, recorded " + v);
+    CHECK(cufuse::tuning::chosen_conv2d(x, w, y, t.prm) == v);
+  }
+  // Online, without a database entry: the bandit times the variants during real calls (a
+  // synchronization every 10) and commits to one of them; results stay right meanwhile.
+  const std::string path2 = "conv_tune_online_test.db";
+  std::remove(path2.c_str());
+  cufuse::tuning::set_file(path2);
+  cufuse::tuning::set_mode(cufuse::tune_mode::online);
+  std::optional<std::string> chosen;
+  int calls = 0;
+  for (; calls < 3000 && !chosen; ++calls) {
+    cufuse::conv2d(x, w, y, t.prm);
+    if (calls % 10 == 9) {
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      chosen = cufuse::tuning::chosen_conv2d(x, w, y, t.prm);
+    }
+  }
+  INFO("online calls: " << calls);
+  REQUIRE(chosen.has_value());
+  CHECK(std::find(names.begin(), names.end(), *chosen) != names.end());
+  check_run("online, committed " + *chosen);
+  cufuse::tuning::set_mode(mode0);
+  cufuse::tuning::set_file(file0);
+  cufuse::tuning::reset();
+  std::remove(path.c_str());
+  std::remove(path2.c_str());
 }

@@ -259,6 +259,32 @@ set(use_conv.cuh "${tensor_use}" "${device_use}" [=[
   (void)p;
   (void)q;
 ]=])
+set(use_conv/implicit_gemm.cuh [=[
+  cufuse::conv_detail::conv_args a{};
+  a.c = 8;
+  a.s = 3;
+  static_assert(std::is_trivially_copyable_v<cufuse::conv_detail::conv_args>);
+  if (cufuse::conv_detail::tap_of(a, 30).fs != 0) {
+    return 1;
+  }
+]=])
+set(use_conv/simt.cuh [=[
+  static_assert(sizeof(cufuse::conv_detail::conv_tile) ==
+                sizeof(float) * 16 * (68 + 68));
+  static_assert(sizeof(cufuse::conv_detail::conv_thread<float>) > 0);
+]=])
+set(use_conv/mma.cuh [=[
+  using cfg = cufuse::conv_detail::mma_conv_config<__nv_bfloat16, 128, 128, 5>;
+  static_assert(cufuse::conv_detail::conv_gather<cfg>::count == 4);
+  static_assert(cfg::threads == 128);
+]=])
+set(use_conv/tuning.hpp [=[
+  cufuse::conv_detail::conv_key k;
+  const cufuse::conv_detail::conv_set set{"", {"conv_simt_64x64x16"}};
+  if (cufuse::conv_detail::conv_family(k, set).rfind("conv.", 0) != 0) {
+    return 1;
+  }
+]=])
 set(use_gemm/epilogue/expression.cuh [=[
   cufuse::tensor<__nv_bfloat16, 2> a({8, 8}), b({8, 8}), y({8, 8});
   cufuse::tensor<__nv_bfloat16, 1> bias({8});

@@ -324,3 +324,42 @@ TEST_CASE("conv2d: epilogue operands flatten to the [n p q, k] matrix the kernel
   cufuse::detail::for_each_leaf(flat, count);
   CHECK(leaves == 2);
 }
+
+TEST_CASE("conv2d: the tuner's database family names the geometry, epilogue and variant set",
+          "[conv_api]") {
+  using cufuse::conv_detail::conv_family;
+  cufuse::conv_detail::conv_key k;
+  k.in = std::uint8_t(cufuse::gemm_dtype::bf16);
+  k.out = std::uint8_t(cufuse::gemm_dtype::f32);
+  k.chunked = 1;
+  k.n = 2;
+  k.h = 15;
+  k.w = 13;
+  k.c = 16;
+  k.k = 40;
+  k.r = 3;
+  k.s = 5;
+  k.sh = 2;
+  k.sw = 1;
+  k.pt = 1;
+  k.pl = 2;
+  k.pb = 0;
+  k.pr = 3;
+  k.dh = 1;
+  k.dw = 2;
+  const cufuse::conv_detail::conv_set plain{"",
+                                            {"conv_mma_bf16_128x128x32_s5", "conv_simt_64x64x16"}};
+  const cufuse::conv_detail::conv_set fused{"x0123", plain.names};
+  const cufuse::conv_detail::conv_set other{"", {"conv_simt_64x64x16"}};
+  const std::string f = conv_family(k, plain);
+  CHECK(f.rfind("conv.bf16>f32.c1.f3x5.s2x1.p1,2,0,3.d1x2.v=", 0) == 0);
+  CHECK(f.size() == std::string("conv.bf16>f32.c1.f3x5.s2x1.p1,2,0,3.d1x2.v=").size() + 8);
+  CHECK(conv_family(k, fused) ==
+        "conv.bf16>f32.c1.f3x5.s2x1.p1,2,0,3.d1x2.e=x0123" + f.substr(f.find(".v=")));
+  CHECK(conv_family(k, other) != f); // another variant set: another family
+  k.in = std::uint8_t(cufuse::gemm_dtype::f32);
+  k.tf32 = 1;
+  CHECK(conv_family(k, plain).rfind("conv.tf32>f32.", 0) == 0);
+  k.tf32 = 0;
+  CHECK(conv_family(k, plain).rfind("conv.f32>f32.", 0) == 0);
+}

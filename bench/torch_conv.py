@@ -1,0 +1,89 @@
+"""PyTorch peers of bench/conv_bench.cu: cuDNN through PyTorch (bf16, channels_last, cudnn
+benchmark mode) on the same convolutions, and the ResNet basic block eager and torch.compile.
+
+Writes JSON rows {workload, what, ms} with the workload names of conv_bench.cu.
+"""
+import argparse
+import json
+
+import torch
+import torch.nn.functional as F
+
+
+def median_ms(fn, reps=30):
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+SHAPES = [  # n, h, w, c, k, r, s, stride, pad (as conv_bench.cu)
+    (32, 56, 56, 64, 64, 3, 3, 1, 1), (32, 28, 28, 128, 128, 3, 3, 1, 1),
+    (32, 14, 14, 256, 256, 3, 3, 1, 1), (32, 7, 7, 512, 512, 3, 3, 1, 1),
+    (32, 56, 56, 128, 128, 3, 3, 2, 1), (32, 56, 56, 256, 64, 1, 1, 1, 0),
+    (32, 224, 224, 3, 64, 7, 7, 2, 3),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    dev = "cuda"
+    rows = []
+
+    def add(workload, what, ms):
+        rows.append({"workload": workload, "what": what, "ms": ms})
+        print(f"{workload:40s} {what:26s} {ms:9.4f} ms", flush=True)
+
+    for n, h, w, c, k, r, s, st, pad in SHAPES:
+        x = torch.randn(n, c, h, w, device=dev, dtype=torch.bfloat16).to(
+            memory_format=torch.channels_last)
+        wt = (torch.randn(k, c, r, s, device=dev, dtype=torch.bfloat16) * 0.1).to(
+            memory_format=torch.channels_last)
+        name = f"conv N{n} {h}x{w} C{c} K{k} {r}x{s} s{st}"
+        add(name, "cuDNN (torch eager)", median_ms(lambda: F.conv2d(x, wt, stride=st, padding=pad)))
+
+    for n, hw, c in ((32, 56, 64), (32, 14, 256)):
+        name = f"resnet block N{n} {hw}x{hw} C{c}"
+        x = torch.randn(n, c, hw, hw, device=dev, dtype=torch.bfloat16).to(
+            memory_format=torch.channels_last)
+        conv1 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+        conv2 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+        bn1 = torch.nn.BatchNorm2d(c)
+        bn2 = torch.nn.BatchNorm2d(c)
+        for bn in (bn1, bn2):
+            bn.running_mean.uniform_(-0.2, 0.2)
+            bn.running_var.uniform_(0.5, 1.5)
+        mods = [m.to(dev, torch.bfloat16).to(memory_format=torch.channels_last).eval()
+                for m in (conv1, conv2, bn1, bn2)]
+        conv1, conv2, bn1, bn2 = mods
+
+        def block(x):
+            return F.relu(bn2(conv2(F.relu(bn1(conv1(x))))) + x)
+
+        with torch.no_grad():
+            add(name, "torch eager (cuDNN)", median_ms(lambda: block(x)))
+            add(name, "cuDNN convs alone", median_ms(lambda: conv2(conv1(x))))
+            compiled = torch.compile(block)
+            add(name, "torch.compile", median_ms(lambda: compiled(x)))
+
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(0), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+/// \file conv2d's tensor-core implicit GEMM: the GEMM's mma.sync pieces (gemm/kernel/mma.cuh:
+/// the swizzled stage tiles, the fragment reads, the warp step and the epilogue through shared
+/// memory) over an A tile that cp.async gathers from NHWC input, zero-filled outside the padded
+/// input, and a B tile that is the KRSC filter read as a [k, r s c] matrix.
+///
+/// Requirements (conv_detail::mma_eligible checks them on the host): X's channels contiguous,
+/// C and X's other strides multiples of a 16-byte chunk (8 fp16 / bf16, 4 fp32 elements), so
+/// that each chunk of the reduction lies inside one filter tap; W dense along r, s, c; X and W
+/// 16-byte aligned; X's span and the output's pixels below 2^31.
+#pragma once
+
+#include "../gemm/kernel/mma.cuh"
+#include "implicit_gemm.cuh"
+
+#include <climits>
+
+namespace cufuse::conv_detail {
+
+/// The tensor-core conv tiles: BM output pixels x BN output channels x 32 reduction elements,
+/// 2 x 2 warps, `Stages` cp.async stages. T: __half, __nv_bfloat16, or float (TF32 math).
+template <class T, int BM, int BN, int Stages>
+using mma_conv_config = gemm_detail::mma_config<T, BM, BN, 32, 2, 2, Stages>;
+
+/// One thread's share of the gathered A tile (BM pixels x BK reduction elements, stored as the
+/// GEMM's K-contiguous [BM][BK] tile, swizzled): `count` 16-byte chunks at pixel rows R apart,
+/// all in one reduction column, so under one filter tap, which moves by BK every tile.
+template <class Cfg>
+struct conv_gather {
+  using T = typename Cfg::element;
+  static constexpr int E = Cfg::chunk, BK = Cfg::BK, BM = Cfg::BM;
+  static constexpr int per_row = BK / E;
+  static constexpr int R = Cfg::threads / per_row;
+  static constexpr int count = BM / R;
+  static_assert(Cfg::threads % per_row == 0 && BM % R == 0 && R % 8 == 0,
+                "cufuse: a conv A tile's copies must split evenly into whole swizzle periods");
+
+  int pix[count]; // X's element offset of each pixel's window origin (padding: negative)
+  int h0[count];  // the window origin's input row; pixels past the output: far below zero
+  int w0[count];  // ... and column
+  int dst;        // element offset of copy 0 in a stage
+  int fr, fs, ch; // the filter tap of this thread's column in the next tile
+
+  CUFUSE_DEVICE_FN conv_gather(const conv_args& a, index_t m0, int tid) {
+    const int r = tid / per_row, c = (tid % per_row) * E;
+    dst = gemm_detail::swz<BK, E, false>(r, c);
+    const index_t rows = a.n * a.p * a.q;
+    CUFUSE_UNROLL
+    for (int i = 0; i < count; ++i) {
+      const index_t m = m0 + r + i * R;
+      if (m < rows) {
+        const pixel_origin o = origin_of(a, m);
+        pix[i] = int(o.xbase + o.h0 * a.xs[1] + o.w0 * a.xs[2]);
+        h0[i] = int(o.h0);
+        w0[i] = int(o.w0);
+      } else {
+        pix[i] = 0;
+        h0[i] = INT_MIN / 2;
+        w0[i] = 0;
+      }
+    }
+    const filter_tap t = tap_of(a, c);
+    fr = int(t.fr);
+    fs = int(t.fs);
+    ch = int(t.ch);
+  }
+
+  /// Issues this thread's copies of the next tile into the stage at shared byte address
+  /// `stage` (zero where the tap lies in the padding, past the filter or past the pixels),
+  /// then moves the tap on by BK reduction elements.
+  CUFUSE_DEVICE_FN void copy(const conv_args& a, const T* x, unsigned stage) {
+    const bool k_ok = fr < int(a.r);
+    const int dh = fr * int(a.dh), dw = fs * int(a.dw);
+    const index_t tap = index_t(dh) * a.xs[1] + index_t(dw) * a.xs[2] + ch;
+    CUFUSE_UNROLL
+    for (int i = 0; i < count; ++i) {
+      const int hh = h0[i] + dh, ww = w0[i] + dw;
+      const bool ok = k_ok && unsigned(hh) < unsigned(a.h) && unsigned(ww) < unsigned(a.wd);
+      const T* src = ok ? x + (pix[i] + tap) : x;
+      gemm_detail::cp_async16_at(stage + unsigned(dst + i * R * BK) * unsigned(sizeof(T)), src,
+                                 ok ? 16 : 0);
+    }
+    ch += BK;
+    while (ch >= int(a.c)) { // C < BK crosses several taps
+      ch -= int(a.c);
+      if (++fs == int(a.s)) {
+        fs = 0;
+        ++fr;
+      }
+    }
+  }
+};
+
+/// Y = epilogue(X * W) on tensor cores: one block per BM x BN output tile (channel tiles of a
+/// pixel tile in neighbouring blocks, which share the gathered pixels in L2), the reduction over
+/// r s c in BK steps through a `stages`-deep cp.async ring, the mma.sync warp step of the GEMM
+/// kernels (fragments of the next k-step read between the rows of MMAs), and the GEMM's epilogue
+/// through shared memory (`epi`: the standard one or an expression over cufuse::acc).
+template <class Cfg, class Epi>
+__global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
+    conv2d_mma_kernel(const conv_args a, const Epi epi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  using namespace gemm_detail;
+  using T = typename Cfg::element;
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
+  constexpr int a_elems = BM * BK, b_elems = BN * BK;
+  using storage = stage_ring<T, S, a_elems, b_elems>;
+  static_assert(sizeof(storage) <= Cfg::smem_bytes,
+                "cufuse: conv stages overflow the shared memory");
+  extern __shared__ __align__(128) unsigned char conv_smem[];
+  storage& ring = *reinterpret_cast<storage*>(conv_smem);
+
+  const int tn = int((a.k + BN - 1) / BN);
+  const index_t m0 = index_t(blockIdx.x / unsigned(tn)) * BM;
+  const int n0 = int(blockIdx.x % unsigned(tn)) * BN;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / Cfg::WN, wn = warp % Cfg::WN;
+  const T* x = static_cast<const T*>(a.x);
+  const T* w = static_cast<const T*>(a.w);
+  const int red = int(a.r * a.s * a.c);
+  const int tiles = (red + BK - 1) / BK;
+
+  conv_gather<Cfg> gather(a, m0, tid);
+  constexpr unsigned a_stage = a_elems * sizeof(T), b_stage = b_elems * sizeof(T);
+  const unsigned s_a = smem_addr(conv_smem), s_b = s_a + unsigned(offsetof(storage, b));
+  // Tiles are loaded in order (the gather's tap moves on with each).
+  auto load = [&](int t, int st) {
+    gather.copy(a, x, s_a + unsigned(st) * a_stage);
+    mma_load_tile<Cfg, BN, true>(ring.b[st], w, a.ws[0], n0, t * BK, int(a.k), red, tid);
+  };
+
+  float acc[Cfg::MI][Cfg::NI][4];
+  zero_acc(acc);
+  CUFUSE_UNROLL
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < tiles) {
+      load(s, s);
+    }
+    cp_async_commit();
+  }
+  using L = mma_frag_layout<Cfg, false, true>;
+  const int a_base = L::a_base(wm, lane), b_base = L::b_base(wn, lane);
+  constexpr int KS = BK / Cfg::MMA_K;
+  static_assert(KS % 2 == 0, "cufuse: BK must hold an even number of MMA k-steps");
+  unsigned fa[2][Cfg::MI][4];
+  unsigned fb[2][Cfg::NI][2];
+  cp_async_wait<S - 2>();
+  __syncthreads();
+  if (tiles > 0) {
+    mma_fragments<Cfg, false, true>(s_a, s_b, ring.a[0], ring.b[0], a_base, b_base, 0, fa[0],
+                                    fb[0]);
+  }
+  int rs = 0;     // the stage this tile reads
+  int ws = S - 1; // the stage it refills (last read before the previous tile's barrier)
+  for (int t = 0; t < tiles; ++t) {
+    const unsigned ra = s_a + unsigned(rs) * a_stage, rb = s_b + unsigned(rs) * b_stage;
+    const T* pa = ring.a[rs];
+    const T* pb = ring.b[rs];
+    const int refill = ws;
+    rs = rs + 1 == S ? 0 : rs + 1;
+    CUFUSE_UNROLL
+    for (int ks = 0; ks < KS; ++ks) {
+      if (ks == 0 && t + S - 1 < tiles) {
+        load(t + S - 1, refill);
+      }
+      const bool last = ks + 1 == KS; // the next step is step 0 of the next stage
+      if (last) {
+        cp_async_commit();
+        cp_async_wait<S - 2>();
+        __syncthreads();
+      }
+      const unsigned na = last ? s_a + unsigned(rs) * a_stage : ra;
+      const unsigned nb = last ? s_b + unsigned(rs) * b_stage : rb;
+      const T* npa = last ? ring.a[rs] : pa;
+      const T* npb = last ? ring.b[rs] : pb;
+      mma_step<Cfg, false, true>(acc, fa[ks & 1], fb[ks & 1], na, nb, npa, npb, a_base, b_base,
+                                 last ? 0 : ks + 1, fa[(ks + 1) & 1], fb[(ks + 1) & 1]);
+    }
+    ws = ws + 1 == S ? 0 : ws + 1;
+  }
+  cp_async_wait<0>();
+
+  // The GEMM's epilogue over the [n p q, k] output matrix.
+  gemm_args p{};
+  p.c = a.y;
+  p.ldc = a.ldy;
+  p.m = int(a.n * a.p * a.q);
+  p.n = int(a.k);
+  p.k = red;
+  p.batch = 1;
+  p.splits = 1;
+  p.alpha = 1.0f;
+  p.beta = 0.0f;
+  p.out_type = a.out_type;
+  block_work bw{};
+  bw.m0 = int(m0);
+  bw.n0 = n0;
+  bw.c = a.y;
+  mma_epilogue<Cfg, false, true, false>(acc, conv_smem, p, p, bw, epi, tid);
+#else
+  __trap(); // never launched: the host checks the device's architecture first
+#endif
+}
+
+} // namespace cufuse::conv_detail
