@@ -28,6 +28,9 @@ SECTIONS = [
     ("GEMM epilogues from expressions and the transformer MLP block (H100)", "mlp_epilogue_h100.md",
      ["mlp_epilogue_h100.json"],
      "`bash bench/run_gpu.sh epilogue` (bench/mlp_bench.cu, bench/torch_mlp.py, bench/mlp_report.py)"),
+    ("conv2d and the ResNet basic block against cuDNN and PyTorch (H100)", "conv_h100.md",
+     ["conv_cufuse_h100.json", "conv_torch_h100.json", "conv_bench_h100.log"],
+     "`bash bench/run_gpu.sh conv` (bench/conv_bench.cu, bench/torch_conv.py, bench/conv_report.py)"),
     ("Tensor-core instruction ceilings (H200)", "mma_peak_h200.md", [],
      "bench/mma_peak.cu"),
 ]
