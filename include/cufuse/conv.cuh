@@ -33,6 +33,7 @@
 #include <array>
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -303,20 +304,27 @@ std::string mma_name() {
   const char* t = std::is_same_v<T, float> ? "tf32" : (std::is_same_v<T, __half> ? "f16" : "bf16");
   return std::string("conv_mma_") + t + "_" + std::to_string(Cfg::BM) + "x" +
          std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK) + "_s" +
-         std::to_string(Cfg::stages);
+         std::to_string(Cfg::stages) +
+         (Cfg::splits > 1 ? "_k" + std::to_string(Cfg::splits) : std::string());
 }
 
 /// Calls f(std::type_identity<Cfg>{}) for each tensor-core configuration of element type T,
-/// largest tile first.
+/// in the heuristic's order of preference (valid_variants): larger tiles first, split-K last.
+/// (No 128 x 128 tile with 64-element steps: it spills. bench/JOURNAL.md c2, c3: what each
+/// wins.)
 template <class T, class F>
 void for_each_mma_config(F&& f) {
   if constexpr (std::is_same_v<T, float>) { // TF32: 128 fp32 accumulators of a 128 x 128 warp
-    f(std::type_identity<mma_conv_config<float, 128, 64, 4>>{}); // tile would spill
-    f(std::type_identity<mma_conv_config<float, 64, 64, 4>>{});
+    f(std::type_identity<mma_conv_config<float, 128, 64, 32, 4>>{}); // tile would spill
+    f(std::type_identity<mma_conv_config<float, 64, 64, 32, 4>>{});
+    f(std::type_identity<mma_conv_config<float, 64, 64, 32, 4, 4>>{});
   } else {
-    f(std::type_identity<mma_conv_config<T, 128, 128, 5>>{});
-    f(std::type_identity<mma_conv_config<T, 128, 64, 5>>{});
-    f(std::type_identity<mma_conv_config<T, 64, 64, 4>>{});
+    f(std::type_identity<mma_conv_config<T, 128, 128, 32, 5>>{});
+    f(std::type_identity<mma_conv_config<T, 128, 64, 32, 5>>{});
+    f(std::type_identity<mma_conv_config<T, 128, 64, 64, 4>>{});
+    f(std::type_identity<mma_conv_config<T, 64, 64, 64, 4>>{});
+    f(std::type_identity<mma_conv_config<T, 64, 64, 32, 4>>{});
+    f(std::type_identity<mma_conv_config<T, 64, 64, 64, 4, 4>>{});
   }
 }
 
@@ -412,8 +420,34 @@ void launch_mma(const conv_args& a, const Epi& epi, cudaStream_t stream) {
   if (tiles > 0x7fffffff) {
     throw error("cufuse::conv2d: the output is too large for one launch of " + mma_name<Cfg>());
   }
-  conv2d_mma_kernel<Cfg, Epi><<<unsigned(tiles), Cfg::threads, Cfg::smem_bytes, stream>>>(a, epi);
-  CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "launching cufuse::conv2d's " + mma_name<Cfg>());
+  if constexpr (Cfg::splits == 1) {
+    conv2d_mma_kernel<Cfg, Epi><<<unsigned(tiles), Cfg::threads, Cfg::smem_bytes, stream>>>(a, epi);
+    CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "launching cufuse::conv2d's " + mma_name<Cfg>());
+  } else {
+    // Split-K: the partial sums and the tiles' arrival counters in one stream-ordered
+    // allocation (as the GEMM's split-K variants do).
+    const std::size_t part_bytes =
+        static_cast<std::size_t>(a.n * a.p * a.q * a.k) * Cfg::splits * sizeof(float);
+    const std::size_t count_at = (part_bytes + 255) / 256 * 256;
+    const std::size_t bytes = count_at + static_cast<std::size_t>(tiles) * sizeof(unsigned);
+    void* ws = nullptr;
+    CUFUSE_CUDA_CHECK_MSG(cudaMallocAsync(&ws, bytes, stream),
+                          "allocating the " + std::to_string(bytes) +
+                              "-byte split-K workspace of " + mma_name<Cfg>());
+    conv_args s = a;
+    s.part = static_cast<float*>(ws);
+    s.part_count = reinterpret_cast<unsigned*>(static_cast<char*>(ws) + count_at);
+    s.splits = Cfg::splits;
+    cudaError_t e = cudaMemsetAsync(s.part_count, 0, bytes - count_at, stream);
+    if (e == cudaSuccess) {
+      conv2d_mma_kernel<Cfg, Epi><<<dim3(unsigned(tiles), 1, unsigned(Cfg::splits)), Cfg::threads,
+                                    Cfg::smem_bytes, stream>>>(s, epi);
+      e = cudaGetLastError();
+    }
+    const cudaError_t freed = cudaFreeAsync(ws, stream);
+    CUFUSE_CUDA_CHECK_MSG(e, "launching cufuse::conv2d's " + mma_name<Cfg>());
+    CUFUSE_CUDA_CHECK_MSG(freed, "freeing the split-K workspace of " + mma_name<Cfg>());
+  }
 }
 
 template <class T, class Epi>
@@ -470,15 +504,27 @@ void launch_variant(int v, const void* call, cudaStream_t stream) {
   }
 }
 
+/// Blocks of configuration Cfg that one SM holds (shared memory; at most 3, the register
+/// budget of 128-thread tiles: mma_config::min_blocks).
+template <class Cfg>
+constexpr int blocks_per_sm() {
+  const int by_smem = (227 * 1024) / (Cfg::smem_bytes + 1024);
+  return by_smem < 3 ? by_smem : 3;
+}
+
 /// The variants of conv_set_of<T, Epi>() that can run `a` here (bit v for names[v]), and the
-/// heuristic's choice among them: the largest tensor-core tile that still gives every SM a block
-/// (tiles wider than K skipped), the SIMT kernel where no tensor-core variant can run.
+/// heuristic's choice among them: the first unsplit tensor-core tile (largest first) whose
+/// blocks fill the GPU's block slots in whole waves to at least 75%; where none does, the
+/// 64 x 64 tile, or split-K when even that leaves more than half the SMs idle; the SIMT kernel
+/// where no tensor-core variant can run. (Measured on ResNet's layers, bench/JOURNAL.md c3: it
+/// picks the fastest variant on 5 of 6.)
 template <class T, class Epi>
 std::pair<std::uint32_t, int> valid_variants(const conv_args& a, const gemm_options& options) {
   const device_facts d = facts_of_current_device();
   const bool tc = mma_refusal<T>(a, options, &d) == 0;
   std::uint32_t valid = 0;
-  int heuristic = -1, i = 0;
+  int heuristic = -1, fallback = -1, split = -1, i = 0;
+  index_t small_tiles = 0;
   for_each_mma_config<T>([&](auto cfg) {
     using Cfg = typename decltype(cfg)::type;
     const int v = i++;
@@ -486,13 +532,25 @@ std::pair<std::uint32_t, int> valid_variants(const conv_args& a, const gemm_opti
       return;
     }
     valid |= 1u << v;
-    const bool last = Cfg::BM == 64 && Cfg::BN == 64;
-    const bool fits = (Cfg::BN <= 64 || a.k > 64) && tiles_of<Cfg>(a) >= d.sms;
-    if (heuristic < 0 && (fits || last)) {
-      heuristic = v;
+    if constexpr (Cfg::splits > 1) {
+      split = split < 0 ? v : split;
+    } else {
+      const index_t tiles = tiles_of<Cfg>(a);
+      const double waves = double(tiles) / double(index_t(d.sms) * blocks_per_sm<Cfg>());
+      const double fill = waves / std::ceil(waves);
+      if (heuristic < 0 && (Cfg::BN <= 64 || a.k > 64) && waves >= 0.75 && fill >= 0.75) {
+        heuristic = v;
+      }
+      if (Cfg::BM == 64 && Cfg::BN == 64 && fallback < 0) {
+        fallback = v;
+        small_tiles = tiles;
+      }
     }
   });
   valid |= 1u << i; // the SIMT kernel
+  if (heuristic < 0) {
+    heuristic = split >= 0 && 2 * small_tiles < d.sms ? split : fallback;
+  }
   return {valid, heuristic < 0 ? i : heuristic};
 }
 

@@ -26,6 +26,11 @@ namespace {
 
 using index_t = cufuse::index_t;
 
+// Implicit-GEMM variants that run a convolution whose channels come in 16-byte chunks: the
+// tensor-core tiles (conv.cuh's for_each_mma_config) and the SIMT kernel.
+constexpr std::size_t half_variants = 7; // fp16 / bf16
+constexpr std::size_t tf32_variants = 4; // fp32 under gemm_math::tf32
+
 struct conv_case {
   index_t n, h, w, c, k, r, s;
   cufuse::conv2d_params prm;
@@ -174,7 +179,8 @@ void run_cases(data_kind kind, cufuse::gemm_math math = cufuse::gemm_math::fp32)
     CHECK(names.back() == "conv_simt_64x64x16");
     // The tensor-core tiles run every case whose channels come in 16-byte chunks.
     const bool tensor_cores = (!std::is_same_v<T, float> || tf32) && t.c % chunk == 0;
-    CHECK(names.size() == (tensor_cores ? (std::is_same_v<T, float> ? 3u : 4u) : 1u));
+    CHECK(names.size() ==
+          (tensor_cores ? (std::is_same_v<T, float> ? tf32_variants : half_variants) : 1u));
     names.insert(names.begin(), std::string()); // the default choice
     for (const std::string& v : names) {
       opt.variant = v;
@@ -227,7 +233,7 @@ TEST_CASE("conv2d: fused epilogue (folded batch norm, ReLU, residual), every var
       mag[e] = acc.mag[e] * std::abs(hscale[o]);
     }
     std::vector<std::string> names = cufuse::conv2d_variants(x, w, y, t.prm);
-    CHECK(names.size() == 4u);
+    CHECK(names.size() == half_variants);
     names.insert(names.begin(), std::string());
     for (const std::string& v : names) {
       cufuse::gemm_options opt;
@@ -285,7 +291,7 @@ TEST_CASE("conv2d: strided views of X and Y; a view of W", "[conv]") {
     auto yv = cufuse::slice(yw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(0, t.k));
     const auto want = conv_ref(hx, hw, t, p, q);
     std::vector<std::string> names = cufuse::conv2d_variants(xv, w, yv, t.prm);
-    CHECK(names.size() == 4u);
+    CHECK(names.size() == half_variants);
     for (const std::string& v : names) {
       cufuse::gemm_options opt;
       opt.variant = v;
@@ -364,7 +370,7 @@ TEST_CASE("conv2d: the tuner: tune_conv2d records, frozen and online modes choos
   cufuse::tuning::set_mode(cufuse::tune_mode::frozen);
 
   const std::vector<std::string> names = cufuse::conv2d_variants(x, w, y, t.prm);
-  REQUIRE(names.size() == 4u);
+  REQUIRE(names.size() == half_variants);
   CHECK(!cufuse::tuning::chosen_conv2d(x, w, y, t.prm).has_value());
   const auto c = cufuse::tuning::tune_conv2d(x, w, y, t.prm, {}, 2);
   CHECK(std::find(names.begin(), names.end(), c.variant) != names.end());

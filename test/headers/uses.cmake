@@ -274,7 +274,7 @@ set(use_conv/simt.cuh [=[
   static_assert(sizeof(cufuse::conv_detail::conv_thread<float>) > 0);
 ]=])
 set(use_conv/mma.cuh [=[
-  using cfg = cufuse::conv_detail::mma_conv_config<__nv_bfloat16, 128, 128, 5>;
+  using cfg = cufuse::conv_detail::mma_conv_config<__nv_bfloat16, 128, 128, 32, 5>;
   static_assert(cufuse::conv_detail::conv_gather<cfg>::count == 4);
   static_assert(cfg::threads == 128);
 ]=])

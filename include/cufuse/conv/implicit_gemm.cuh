@@ -18,6 +18,11 @@ struct conv_args {
   index_t ldy;
   index_t sh, sw, ph, pw, dh, dw;
   int out_type; // gemm_detail::dtype of Y
+  // Split-K (tensor-core variants of more than one split): the fp32 partial sums of every
+  // split, [splits][n p q][k], and one arrival counter per output tile (zero at launch).
+  float* part;
+  unsigned* part_count;
+  int splits;
 };
 
 /// The implicit GEMM's index map (host and device, so that the host tests check it): output

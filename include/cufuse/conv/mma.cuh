@@ -16,10 +16,12 @@
 
 namespace cufuse::conv_detail {
 
-/// The tensor-core conv tiles: BM output pixels x BN output channels x 32 reduction elements,
-/// 2 x 2 warps, `Stages` cp.async stages. T: __half, __nv_bfloat16, or float (TF32 math).
-template <class T, int BM, int BN, int Stages>
-using mma_conv_config = gemm_detail::mma_config<T, BM, BN, 32, 2, 2, Stages>;
+/// The tensor-core conv tiles: BM output pixels x BN output channels x BK reduction elements,
+/// 2 x 2 warps, `Stages` cp.async stages, the reduction split over `Splits` blocks (whose fp32
+/// partial tiles the last to finish sums: the GEMM's split-K fixup). T: __half, __nv_bfloat16,
+/// or float (TF32 math).
+template <class T, int BM, int BN, int BK, int Stages, int Splits = 1>
+using mma_conv_config = gemm_detail::mma_config<T, BM, BN, BK, 2, 2, Stages, Splits>;
 
 /// One thread's share of the gathered A tile (BM pixels x BK reduction elements, stored as the
 /// GEMM's K-contiguous [BM][BK] tile, swizzled): `count` 16-byte chunks at pixel rows R apart,
@@ -40,7 +42,8 @@ struct conv_gather {
   int dst;        // element offset of copy 0 in a stage
   int fr, fs, ch; // the filter tap of this thread's column in the next tile
 
-  CUFUSE_DEVICE_FN conv_gather(const conv_args& a, index_t m0, int tid) {
+  /// The gather of pixels m0 .. m0 + BM - 1 from reduction element k0 on.
+  CUFUSE_DEVICE_FN conv_gather(const conv_args& a, index_t m0, int k0, int tid) {
     const int r = tid / per_row, c = (tid % per_row) * E;
     dst = gemm_detail::swz<BK, E, false>(r, c);
     const index_t rows = a.n * a.p * a.q;
@@ -58,7 +61,7 @@ struct conv_gather {
         w0[i] = 0;
       }
     }
-    const filter_tap t = tap_of(a, c);
+    const filter_tap t = tap_of(a, k0 + c);
     fr = int(t.fr);
     fs = int(t.fs);
     ch = int(t.ch);
@@ -118,15 +121,22 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   const T* x = static_cast<const T*>(a.x);
   const T* w = static_cast<const T*>(a.w);
   const int red = int(a.r * a.s * a.c);
-  const int tiles = (red + BK - 1) / BK;
+  // Split-K: split blockIdx.z takes its share of the reduction's tiles.
+  constexpr bool split = Cfg::splits > 1;
+  int tiles = (red + BK - 1) / BK, t0 = 0;
+  if (split && a.part != nullptr) {
+    const int chunk = (tiles + a.splits - 1) / a.splits;
+    t0 = ::min(tiles, int(blockIdx.z) * chunk);
+    tiles = ::min(tiles, t0 + chunk) - t0;
+  }
 
-  conv_gather<Cfg> gather(a, m0, tid);
+  conv_gather<Cfg> gather(a, m0, t0 * BK, tid);
   constexpr unsigned a_stage = a_elems * sizeof(T), b_stage = b_elems * sizeof(T);
   const unsigned s_a = smem_addr(conv_smem), s_b = s_a + unsigned(offsetof(storage, b));
   // Tiles are loaded in order (the gather's tap moves on with each).
   auto load = [&](int t, int st) {
     gather.copy(a, x, s_a + unsigned(st) * a_stage);
-    mma_load_tile<Cfg, BN, true>(ring.b[st], w, a.ws[0], n0, t * BK, int(a.k), red, tid);
+    mma_load_tile<Cfg, BN, true>(ring.b[st], w, a.ws[0], n0, (t0 + t) * BK, int(a.k), red, tid);
   };
 
   float acc[Cfg::MI][Cfg::NI][4];
@@ -180,23 +190,28 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   }
   cp_async_wait<0>();
 
-  // The GEMM's epilogue over the [n p q, k] output matrix.
-  gemm_args p{};
-  p.c = a.y;
-  p.ldc = a.ldy;
-  p.m = int(a.n * a.p * a.q);
-  p.n = int(a.k);
-  p.k = red;
-  p.batch = 1;
-  p.splits = 1;
-  p.alpha = 1.0f;
-  p.beta = 0.0f;
-  p.out_type = a.out_type;
+  // The GEMM's epilogue over the [n p q, k] output matrix; a split block writes its partial tile
+  // and the last of a tile's splits sums them, applies the epilogue and writes Y.
+  gemm_args p_in{};
+  p_in.c = a.y;
+  p_in.ldc = a.ldy;
+  p_in.m = int(a.n * a.p * a.q);
+  p_in.n = int(a.k);
+  p_in.k = red;
+  p_in.batch = 1;
+  p_in.splits = split && a.part != nullptr ? a.splits : 1;
+  p_in.alpha = 1.0f;
+  p_in.beta = 0.0f;
+  p_in.out_type = a.out_type;
+  p_in.ws = a.part;
+  p_in.ws_count = a.part_count;
+  const bool partial = split && a.part != nullptr;
+  const gemm_args p = partial ? split_partial_args(p_in, p_in.n) : p_in;
   block_work bw{};
   bw.m0 = int(m0);
   bw.n0 = n0;
-  bw.c = a.y;
-  mma_epilogue<Cfg, false, true, false>(acc, conv_smem, p, p, bw, epi, tid);
+  bw.c = partial ? static_cast<void*>(a.part + std::int64_t(blockIdx.z) * p.split_stride_c) : a.y;
+  mma_epilogue<Cfg, false, true, false>(acc, conv_smem, p, p_in, bw, epi, tid);
 #else
   __trap(); // never launched: the host checks the device's architecture first
 #endif
