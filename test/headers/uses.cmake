@@ -278,6 +278,20 @@ set(use_conv/mma.cuh [=[
   static_assert(cufuse::conv_detail::conv_gather<cfg>::count == 4);
   static_assert(cfg::threads == 128);
 ]=])
+set(use_conv/problem.cuh [=[
+  const auto [p, q] = cufuse::conv2d_output_size(7, 9, 3, 3, {.stride = {2, 2}, .padding = {1, 1}});
+  if (p != 4 || q != 5) {
+    return 1;
+  }
+]=])
+set(use_conv/variants.cuh [=[
+  static_assert(cufuse::conv_detail::blocks_per_sm<
+                    cufuse::conv_detail::mma_conv_config<__half, 64, 64, 64, 4>>() == 3);
+  if (cufuse::conv_detail::mma_name<cufuse::conv_detail::mma_conv_config<__half, 64, 64, 64, 4, 4>>() !=
+      "conv_mma_f16_64x64x64_s4_k4") {
+    return 1;
+  }
+]=])
 set(use_conv/tuning.hpp [=[
   cufuse::conv_detail::conv_key k;
   const cufuse::conv_detail::conv_set set{"", {"conv_simt_64x64x16"}};

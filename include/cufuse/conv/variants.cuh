@@ -1,0 +1,385 @@
+/// \file conv2d's implicit-GEMM variants: their names and configurations, which can run a
+/// convolution here, the heuristic's choice, the launches (split-K's workspace included), and
+/// the type-erased set the tuner chooses from (conv/tuning.hpp, implemented in libcufuse).
+#pragma once
+
+#include "../gemm.cuh"
+#include "mma.cuh"
+#include "problem.cuh"
+#include "simt.cuh"
+#include "tuning.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace cufuse::conv_detail {
+
+/// Per-device facts the variant choice needs, read once per device.
+struct device_facts {
+  int sms = 0, major = 0;
+};
+inline device_facts facts_of_current_device() {
+  static std::atomic<long long> known[64]; // sms << 8 | major, 0: not read yet
+  int dev = 0;
+  CUFUSE_CUDA_CHECK_MSG(cudaGetDevice(&dev), "cufuse::conv2d: reading the current device");
+  std::atomic<long long>& slot = known[dev & 63];
+  long long v = slot.load(std::memory_order_relaxed);
+  if (v == 0) {
+    int sms = 0, major = 0;
+    CUFUSE_CUDA_CHECK_MSG(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+                          "cufuse::conv2d: reading the SM count");
+    CUFUSE_CUDA_CHECK_MSG(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev),
+                          "cufuse::conv2d: reading the compute capability");
+    v = (static_cast<long long>(sms) << 8) | major;
+    slot.store(v, std::memory_order_relaxed);
+  }
+  return {static_cast<int>(v >> 8), static_cast<int>(v & 0xff)};
+}
+
+/// The SIMT variant's name (any shape, layout and alignment; exact fp32 arithmetic).
+inline constexpr const char* simt_name = "conv_simt_64x64x16";
+
+/// A tensor-core variant's name: element type (tf32 for fp32 inputs), tile, stages.
+template <class Cfg>
+std::string mma_name() {
+  using T = typename Cfg::element;
+  const char* t = std::is_same_v<T, float> ? "tf32" : (std::is_same_v<T, __half> ? "f16" : "bf16");
+  return std::string("conv_mma_") + t + "_" + std::to_string(Cfg::BM) + "x" +
+         std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK) + "_s" +
+         std::to_string(Cfg::stages) +
+         (Cfg::splits > 1 ? "_k" + std::to_string(Cfg::splits) : std::string());
+}
+
+/// Calls f(std::type_identity<Cfg>{}) for each tensor-core configuration of element type T,
+/// in the heuristic's order of preference (valid_variants): larger tiles first, split-K last.
+/// (No 128 x 128 tile with 64-element steps: it spills. bench/JOURNAL.md c2, c3: what each
+/// wins.)
+template <class T, class F>
+void for_each_mma_config(F&& f) {
+  if constexpr (std::is_same_v<T, float>) { // TF32: 128 fp32 accumulators of a 128 x 128 warp
+    f(std::type_identity<mma_conv_config<float, 128, 64, 32, 4>>{}); // tile would spill
+    f(std::type_identity<mma_conv_config<float, 64, 64, 32, 4>>{});
+    f(std::type_identity<mma_conv_config<float, 64, 64, 32, 4, 4>>{});
+  } else {
+    f(std::type_identity<mma_conv_config<T, 128, 128, 32, 5>>{});
+    f(std::type_identity<mma_conv_config<T, 128, 64, 32, 5>>{});
+    f(std::type_identity<mma_conv_config<T, 128, 64, 64, 4>>{});
+    f(std::type_identity<mma_conv_config<T, 64, 64, 64, 4>>{});
+    f(std::type_identity<mma_conv_config<T, 64, 64, 32, 4>>{});
+    f(std::type_identity<mma_conv_config<T, 64, 64, 64, 4, 4>>{});
+  }
+}
+
+/// Why the tensor-core variants cannot run `a`: 0 they can; else the reason (refusal_text).
+/// T: the input type; fp32 inputs run on them (TF32) only when `options.math` asks for TF32.
+/// `device`: also check the device (the layout alone otherwise).
+template <class T>
+int mma_refusal(const conv_args& a, const gemm_options& options, const device_facts* d) {
+  constexpr index_t E = 16 / index_t(sizeof(T));
+  auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
+  if (std::is_same_v<T, float> && options.math != gemm_math::tf32) {
+    return 1;
+  }
+  if (d != nullptr && d->major < 8) {
+    return 2;
+  }
+  if (a.c % E != 0 || a.xs[3] != 1 || a.xs[0] % E != 0 || a.xs[1] % E != 0 || a.xs[2] % E != 0 ||
+      !aligned(a.x)) {
+    return 3;
+  }
+  if (a.ws[3] != 1 || a.ws[2] != a.c || a.ws[1] != a.s * a.c || a.ws[0] % E != 0 || !aligned(a.w)) {
+    return 4;
+  }
+  const index_t span = (a.n - 1) * a.xs[0] + (a.h - 1) * a.xs[1] + (a.wd - 1) * a.xs[2] + a.c;
+  const index_t pad = a.ph * a.xs[1] + a.pw * a.xs[2];
+  if (span + pad >= INT_MAX || a.n * a.p * a.q >= INT_MAX - 256 || a.r * a.s * a.c >= INT_MAX ||
+      a.k >= INT_MAX || (a.r * a.dh + a.h) >= INT_MAX / 2 || (a.s * a.dw + a.wd) >= INT_MAX / 2) {
+    return 5;
+  }
+  return 0;
+}
+
+template <class T>
+std::string refusal_text(int code) {
+  const std::string e = std::to_string(16 / sizeof(T));
+  switch (code) {
+  case 1:
+    return "fp32 inputs run on tensor cores only with gemm_options::math = tf32";
+  case 2:
+    return "the device has no mma.sync (compute capability below 8.0)";
+  case 3:
+    return "X's channels must be contiguous, C and X's strides multiples of " + e +
+           " elements, X 16-byte aligned";
+  case 4:
+    return "W's r, s, c must be dense, its rows a multiple of " + e +
+           " elements apart, W 16-byte aligned";
+  case 5:
+    return "X, the output or the filter has 2^31 elements or more";
+  default:
+    return "no code for this device";
+  }
+}
+
+/// Whether the kernel of configuration Cfg for epilogue Epi has code for the current device;
+/// sets its shared-memory limit there (once per device).
+template <class Cfg, class Epi>
+bool mma_ready() {
+  static std::atomic<int> state[64]; // 0: unknown, 1: ready, 2: no code for the device
+  int dev = 0;
+  CUFUSE_CUDA_CHECK_MSG(cudaGetDevice(&dev), "cufuse::conv2d: reading the current device");
+  std::atomic<int>& st = state[dev & 63];
+  int v = st.load(std::memory_order_acquire);
+  if (v == 0) {
+    const void* k = reinterpret_cast<const void*>(&conv2d_mma_kernel<Cfg, Epi>);
+    cudaFuncAttributes attr{};
+    const cudaError_t e = cudaFuncGetAttributes(&attr, k);
+    if (e == cudaErrorInvalidDeviceFunction || e == cudaErrorNoKernelImageForDevice) {
+      (void)cudaGetLastError();
+      v = 2;
+    } else {
+      CUFUSE_CUDA_CHECK_MSG(e, "cufuse::conv2d: reading the attributes of " + mma_name<Cfg>());
+      v = attr.binaryVersion >= 80 ? 1 : 2;
+      if (v == 1) {
+        CUFUSE_CUDA_CHECK_MSG(
+            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::smem_bytes),
+            "cufuse::conv2d: setting the shared memory of " + mma_name<Cfg>());
+      }
+    }
+    st.store(v, std::memory_order_release);
+  }
+  return v == 1;
+}
+
+/// Output tiles of configuration Cfg over `a`'s [n p q, k] output.
+template <class Cfg>
+index_t tiles_of(const conv_args& a) {
+  return ((a.n * a.p * a.q + Cfg::BM - 1) / Cfg::BM) * ((a.k + Cfg::BN - 1) / Cfg::BN);
+}
+
+template <class Cfg, class Epi>
+void launch_mma(const conv_args& a, const Epi& epi, cudaStream_t stream) {
+  const index_t tiles = tiles_of<Cfg>(a);
+  if (tiles > 0x7fffffff) {
+    throw error("cufuse::conv2d: the output is too large for one launch of " + mma_name<Cfg>());
+  }
+  if constexpr (Cfg::splits == 1) {
+    conv2d_mma_kernel<Cfg, Epi><<<unsigned(tiles), Cfg::threads, Cfg::smem_bytes, stream>>>(a, epi);
+    CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "launching cufuse::conv2d's " + mma_name<Cfg>());
+  } else {
+    // Split-K: the partial sums and the tiles' arrival counters in one stream-ordered
+    // allocation (as the GEMM's split-K variants do).
+    const std::size_t part_bytes =
+        static_cast<std::size_t>(a.n * a.p * a.q * a.k) * Cfg::splits * sizeof(float);
+    const std::size_t count_at = (part_bytes + 255) / 256 * 256;
+    const std::size_t bytes = count_at + static_cast<std::size_t>(tiles) * sizeof(unsigned);
+    void* ws = nullptr;
+    CUFUSE_CUDA_CHECK_MSG(cudaMallocAsync(&ws, bytes, stream),
+                          "allocating the " + std::to_string(bytes) +
+                              "-byte split-K workspace of " + mma_name<Cfg>());
+    conv_args s = a;
+    s.part = static_cast<float*>(ws);
+    s.part_count = reinterpret_cast<unsigned*>(static_cast<char*>(ws) + count_at);
+    s.splits = Cfg::splits;
+    cudaError_t e = cudaMemsetAsync(s.part_count, 0, bytes - count_at, stream);
+    if (e == cudaSuccess) {
+      conv2d_mma_kernel<Cfg, Epi><<<dim3(unsigned(tiles), 1, unsigned(Cfg::splits)), Cfg::threads,
+                                    Cfg::smem_bytes, stream>>>(s, epi);
+      e = cudaGetLastError();
+    }
+    const cudaError_t freed = cudaFreeAsync(ws, stream);
+    CUFUSE_CUDA_CHECK_MSG(e, "launching cufuse::conv2d's " + mma_name<Cfg>());
+    CUFUSE_CUDA_CHECK_MSG(freed, "freeing the split-K workspace of " + mma_name<Cfg>());
+  }
+}
+
+template <class T, class Epi>
+void launch_simt(const conv_args& a, const Epi& epi, cudaStream_t stream) {
+  const index_t rows = a.n * a.p * a.q;
+  const index_t gx = (rows + 63) / 64, gy = (a.k + 63) / 64;
+  if (gx > 0x7fffffff || gy > 65535) {
+    throw error("cufuse::conv2d: the output is too large for one launch (" + std::to_string(rows) +
+                " pixels x " + std::to_string(a.k) + " channels)");
+  }
+  conv2d_simt_kernel<T, Epi><<<dim3(unsigned(gx), unsigned(gy)), 256, 0, stream>>>(a, epi);
+  CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "launching cufuse::conv2d's SIMT kernel");
+}
+
+/// The conv_set of input type T and epilogue type Epi: every implicit-GEMM variant's name, in
+/// for_each_mma_config's order, the SIMT one last (one static object per pair).
+template <class T, class Epi>
+const conv_set& conv_set_of() {
+  static const conv_set s = [] {
+    conv_set c;
+    if constexpr (!std::is_same_v<Epi, gemm_detail::linear_combination>) {
+      c.epilogue = gemm_detail::epilogue_name<Epi>();
+    }
+    for_each_mma_config<T>(
+        [&](auto cfg) { c.names.push_back(mma_name<typename decltype(cfg)::type>()); });
+    c.names.emplace_back(simt_name);
+    return c;
+  }();
+  return s;
+}
+
+/// One call, as the tuner's launch callback receives it.
+template <class Epi>
+struct conv_call {
+  const conv_args* a;
+  const Epi* epi;
+};
+
+/// Launches variant `v` of conv_set_of<T, Epi>() (conv_launch_fn).
+template <class T, class Epi>
+void launch_variant(int v, const void* call, cudaStream_t stream) {
+  const auto& c = *static_cast<const conv_call<Epi>*>(call);
+  int i = 0;
+  bool done = false;
+  for_each_mma_config<T>([&](auto cfg) {
+    using Cfg = typename decltype(cfg)::type;
+    if (i++ == v) {
+      launch_mma<Cfg, Epi>(*c.a, *c.epi, stream);
+      done = true;
+    }
+  });
+  if (!done) {
+    launch_simt<T>(*c.a, *c.epi, stream);
+  }
+}
+
+/// Blocks of configuration Cfg that one SM holds (shared memory; at most 3, the register
+/// budget of 128-thread tiles: mma_config::min_blocks).
+template <class Cfg>
+constexpr int blocks_per_sm() {
+  const int by_smem = (227 * 1024) / (Cfg::smem_bytes + 1024);
+  return by_smem < 3 ? by_smem : 3;
+}
+
+/// The variants of conv_set_of<T, Epi>() that can run `a` here (bit v for names[v]), and the
+/// heuristic's choice among them: the first unsplit tensor-core tile (largest first) whose
+/// blocks fill the GPU's block slots in whole waves to at least 75%; where none does, the
+/// 64 x 64 tile, or split-K when even that leaves more than half the SMs idle; the SIMT kernel
+/// where no tensor-core variant can run. (Measured on ResNet's layers, bench/JOURNAL.md c3: it
+/// picks the fastest variant on 5 of 6.)
+template <class T, class Epi>
+std::pair<std::uint32_t, int> valid_variants(const conv_args& a, const gemm_options& options) {
+  const device_facts d = facts_of_current_device();
+  const bool tc = mma_refusal<T>(a, options, &d) == 0;
+  std::uint32_t valid = 0;
+  int heuristic = -1, fallback = -1, split = -1, i = 0;
+  index_t small_tiles = 0;
+  for_each_mma_config<T>([&](auto cfg) {
+    using Cfg = typename decltype(cfg)::type;
+    const int v = i++;
+    if (!tc || !mma_ready<Cfg, Epi>()) {
+      return;
+    }
+    valid |= 1u << v;
+    if constexpr (Cfg::splits > 1) {
+      split = split < 0 ? v : split;
+    } else {
+      const index_t tiles = tiles_of<Cfg>(a);
+      const double waves = double(tiles) / double(index_t(d.sms) * blocks_per_sm<Cfg>());
+      const double fill = waves / std::ceil(waves);
+      if (heuristic < 0 && (Cfg::BN <= 64 || a.k > 64) && waves >= 0.75 && fill >= 0.75) {
+        heuristic = v;
+      }
+      if (Cfg::BM == 64 && Cfg::BN == 64 && fallback < 0) {
+        fallback = v;
+        small_tiles = tiles;
+      }
+    }
+  });
+  valid |= 1u << i; // the SIMT kernel
+  if (heuristic < 0) {
+    heuristic = split >= 0 && 2 * small_tiles < d.sms ? split : fallback;
+  }
+  return {valid, heuristic < 0 ? i : heuristic};
+}
+
+/// What run() does with a problem: run it (no member set), or instead put the names of the
+/// implicit-GEMM variants that can run it into `*list`, record `*record` measured at `seconds`
+/// as its choice in the tuning database, put the tuner's choice into `*chosen`, or time every
+/// variant (`tune`: the GEMM's variants where it runs as one) and put the fastest into
+/// `*best` (recording it when a database file is set).
+struct conv_action {
+  std::vector<std::string>* list = nullptr;
+  const std::string* record = nullptr;
+  double seconds = 0.0;
+  std::optional<std::string>* chosen = nullptr;
+  std::pair<std::string, double>* best = nullptr;
+  int repeats = 5;
+};
+
+/// Runs `a` with epilogue object `epi` on the variant `options.variant` names, else on the
+/// tuner's choice (or performs `act`).
+template <class T, class Epi>
+void launch(const conv_args& a, const conv_key& key, const Epi& epi, const gemm_options& options,
+            cudaStream_t stream, const conv_action* act) {
+  const conv_set& set = conv_set_of<T, Epi>();
+  const auto [valid, heuristic] = valid_variants<T, Epi>(a, options);
+  if (act != nullptr) {
+    std::vector<std::string> names;
+    for (std::size_t v = 0; v < set.names.size(); ++v) {
+      if ((valid >> v & 1u) != 0) {
+        names.push_back(set.names[v]);
+      }
+    }
+    if (act->list != nullptr) {
+      *act->list = names;
+    } else if (act->record != nullptr) {
+      if (std::find(names.begin(), names.end(), *act->record) == names.end()) {
+        throw error("cufuse::tuning::record_conv2d: variant '" + *act->record +
+                    "' cannot run this convolution here");
+      }
+      record_conv(key, set, *act->record, act->seconds);
+    } else if (act->chosen != nullptr) {
+      *act->chosen = chosen_conv(key, set);
+    } else if (act->best != nullptr) {
+      const conv_call<Epi> call{&a, &epi};
+      *act->best = {std::string(), 0.0};
+      for (std::size_t v = 0; v < set.names.size(); ++v) {
+        if ((valid >> v & 1u) == 0) {
+          continue;
+        }
+        // 10 calls per sample: the host's launch path overlaps the queued kernels.
+        const double t = gemm_detail::median_call_seconds(
+            stream, act->repeats, 10, [&] { launch_variant<T, Epi>(int(v), &call, stream); });
+        if (act->best->first.empty() || t < act->best->second) {
+          *act->best = {set.names[v], t};
+        }
+      }
+      if (!tuning::file().empty()) {
+        record_conv(key, set, act->best->first, act->best->second);
+      }
+    }
+    return;
+  }
+  const conv_call<Epi> call{&a, &epi};
+  if (!options.variant.empty()) {
+    for (std::size_t v = 0; v < set.names.size(); ++v) {
+      if (set.names[v] == options.variant) {
+        if ((valid >> v & 1u) == 0) {
+          const device_facts d = facts_of_current_device();
+          throw error("cufuse::conv2d: variant " + options.variant + " cannot run this problem: " +
+                      refusal_text<T>(mma_refusal<T>(a, options, &d)));
+        }
+        launch_variant<T, Epi>(int(v), &call, stream);
+        return;
+      }
+    }
+    throw error("cufuse::conv2d: '" + options.variant +
+                "' is not a conv2d variant for this element type (cufuse::conv2d_variants lists "
+                "those that can run a convolution)");
+  }
+  run_conv(key, set, valid, heuristic, &launch_variant<T, Epi>, &call, stream);
+}
+
+} // namespace cufuse::conv_detail
