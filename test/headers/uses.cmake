@@ -299,6 +299,12 @@ set(use_conv/tuning.hpp [=[
     return 1;
   }
 ]=])
+set(use_gemm/epilogue/tuning.cuh [=[
+  cufuse::tensor<__nv_bfloat16, 2> a({8, 8}), b({8, 8}), y({8, 8});
+  cufuse::tensor<__nv_bfloat16, 1> bias({8});
+  const auto names = cufuse::tuning::epilogue_variants(a, b, y, cufuse::acc + bias);
+  (void)names;
+]=])
 set(use_gemm/epilogue/expression.cuh [=[
   cufuse::tensor<__nv_bfloat16, 2> a({8, 8}), b({8, 8}), y({8, 8});
   cufuse::tensor<__nv_bfloat16, 1> bias({8});
