@@ -17,8 +17,9 @@
 ///    x [k, c]^T: libcufuse's variants and tuner, tensor cores, the epilogue fused into its store;
 ///  - every other convolution: an implicit-GEMM kernel instantiated in the calling file for its
 ///    epilogue type: on tensor cores (conv/mma.cuh: fp16, bf16, and fp32 as TF32 when
-///    `gemm_options::math` is tf32) where channels come in 16-byte chunks, else the SIMT kernel
-///    (conv/simt.cuh: exact fp32 FMAs, any shape, stride, padding, dilation and alignment).
+///    `gemm_options::math` is tf32) where channels come in 16-byte chunks; fp16 / bf16 with any
+///    other channel count or layout on a tensor-core tile that gathers element by element; else
+///    the SIMT kernel (conv/simt.cuh: exact fp32 FMAs, any shape, layout and alignment).
 ///    `conv2d_variants` lists them; `gemm_options::variant` picks one, else a heuristic does.
 #pragma once
 

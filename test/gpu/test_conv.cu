@@ -179,8 +179,14 @@ void run_cases(data_kind kind, cufuse::gemm_math math = cufuse::gemm_math::fp32)
     CHECK(names.back() == "conv_simt_64x64x16");
     // The tensor-core tiles run every case whose channels come in 16-byte chunks.
     const bool tensor_cores = (!std::is_same_v<T, float> || tf32) && t.c % chunk == 0;
-    CHECK(names.size() ==
-          (tensor_cores ? (std::is_same_v<T, float> ? tf32_variants : half_variants) : 1u));
+    // Otherwise fp16 / bf16 run on the element-gather tile (and SIMT), fp32 on SIMT only.
+    CHECK(names.size() == (tensor_cores ? (std::is_same_v<T, float> ? tf32_variants : half_variants)
+                                        : (sizeof(T) == 2 ? 2u : 1u)));
+    if (!tensor_cores && sizeof(T) == 2) {
+      CHECK(names.front() == std::string("conv_mma_") +
+                                 (std::is_same_v<T, __half> ? "f16" : "bf16") +
+                                 "_64x64x32_s3_elem");
+    }
     names.insert(names.begin(), std::string()); // the default choice
     for (const std::string& v : names) {
       opt.variant = v;
@@ -272,6 +278,33 @@ TEST_CASE("conv2d: strided views of X and Y; a view of W", "[conv]") {
       got[e] = got_all[(e / std::size_t(t.k)) * 12 + e % std::size_t(t.k)];
     }
     check_close<float>(got, want.y, want.mag, t.r * t.s * t.c, false, "strided views");
+  }
+  {
+    // bf16, X every other channel of a wider tensor (channel stride 2): the element gather.
+    using bf16 = __nv_bfloat16;
+    const conv_case t{2, 7, 6, 6, 20, 3, 3, cufuse::conv2d_params{.padding = {1, 1}}};
+    const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
+    cufuse::tensor<bf16, 4> xw({t.n, t.h, t.w, 2 * t.c}), w({t.k, t.r, t.s, t.c});
+    cufuse::tensor<bf16, 4> y({t.n, p, q, t.k});
+    const auto hxw = fill(xw, data_kind::reals, rng);
+    const auto hw = fill(w, data_kind::reals, rng);
+    std::vector<float> hx(static_cast<std::size_t>(t.n * t.h * t.w * t.c));
+    for (std::size_t i = 0; i < hx.size(); ++i) {
+      hx[i] = hxw[2 * i];
+    }
+    auto xv =
+        cufuse::slice(xw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(0, 2 * t.c, 2));
+    const auto want = conv_ref(hx, hw, t, p, q);
+    const std::vector<std::string> names = cufuse::conv2d_variants(xv, w, y, t.prm);
+    CHECK(names.size() == 2u);
+    for (const std::string& v : names) {
+      cufuse::gemm_options opt;
+      opt.variant = v;
+      y.fill(std::numeric_limits<float>::quiet_NaN());
+      cufuse::conv2d(xv, w, y, t.prm, opt);
+      check_close<bf16>(host_of(y), want.y, want.mag, t.r * t.s * t.c, false,
+                        "bf16 channel stride 2, variant '" + v + "'");
+    }
   }
   {
     // bf16: X = channels 16..31 of rows of 40 (16-byte aligned, the tensor cores take it), Y

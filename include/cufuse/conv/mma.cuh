@@ -93,6 +93,141 @@ struct conv_gather {
   }
 };
 
+/// A configuration whose kernel gathers element by element (conv_gather_elem) instead of in
+/// 16-byte cp.async chunks: any channel count, layout and alignment, 16-bit types.
+template <class Base>
+struct elem_gather_config : Base {
+  static constexpr bool elem_gather = true;
+};
+template <class Cfg>
+inline constexpr bool elem_gather_v = requires { Cfg::elem_gather; };
+
+/// Channels per filter tap in the reduction of the element gather: C padded to 4 (C <= 4: a
+/// 16-byte chunk holds two taps) or to a multiple of 8 (a chunk lies inside one tap).
+CUFUSE_HOST_DEVICE inline int padded_channels(index_t c) {
+  return c <= 4 ? 4 : int((c + 7) / 8 * 8);
+}
+
+/// The gather of the element-gather variant: this thread's chunks of the A tile (pixels) and of
+/// the B tile (filter rows), in the layouts conv_gather and the GEMM's B copy use. Each element
+/// is loaded on its own (zero in the padding, in the padded channels and past the filter) into
+/// registers when a tile starts (fetch) and stored to its stage when it ends (put), so the
+/// loads' latency hides behind the tile's MMAs.
+template <class Cfg>
+struct conv_gather_elem {
+  using T = typename Cfg::element;
+  static_assert(sizeof(T) == 2, "cufuse: the element gather is for fp16 / bf16");
+  static constexpr int E = 8, BK = Cfg::BK, BM = Cfg::BM, BN = Cfg::BN;
+  static constexpr int per_row = BK / E;
+  static constexpr int R = Cfg::threads / per_row;
+  static constexpr int ca = BM / R, cb = BN / R;
+  static_assert(Cfg::threads % per_row == 0 && BM % R == 0 && BN % R == 0 && R % 8 == 0,
+                "cufuse: a conv tile's chunks must split evenly into whole swizzle periods");
+
+  int pix[ca], h0[ca], w0[ca]; // as conv_gather
+  index_t wrow[cb];            // W's offset of each filter row; -1 past K
+  int dst;                     // element offset of chunk 0 in a stage (A and B alike)
+  int fr, fs, ch;              // the (first) tap and padded channel of this thread's column
+  int cp;                      // padded_channels(C)
+  uint4 va[ca], vb[cb];        // the fetched chunks
+
+  CUFUSE_DEVICE_FN conv_gather_elem(const conv_args& a, index_t m0, int n0, int tid) {
+    const int r = tid / per_row, c = (tid % per_row) * E;
+    dst = gemm_detail::swz<BK, E, false>(r, c);
+    const index_t rows = a.n * a.p * a.q;
+    CUFUSE_UNROLL
+    for (int i = 0; i < ca; ++i) {
+      const index_t m = m0 + r + i * R;
+      if (m < rows) {
+        const pixel_origin o = origin_of(a, m);
+        pix[i] = int(o.xbase + o.h0 * a.xs[1] + o.w0 * a.xs[2]);
+        h0[i] = int(o.h0);
+        w0[i] = int(o.w0);
+      } else {
+        pix[i] = 0;
+        h0[i] = INT_MIN / 2;
+        w0[i] = 0;
+      }
+    }
+    CUFUSE_UNROLL
+    for (int i = 0; i < cb; ++i) {
+      const index_t k = index_t(n0) + r + i * R;
+      wrow[i] = k < a.k ? k * a.ws[0] : -1;
+    }
+    cp = padded_channels(a.c);
+    const int tap = c / cp;
+    ch = c % cp;
+    fr = tap / int(a.s);
+    fs = tap % int(a.s);
+  }
+
+  /// Loads this thread's chunks of the next tile into registers, then moves on by BK.
+  CUFUSE_DEVICE_FN void fetch(const conv_args& a, const T* x, const T* w) {
+    const unsigned short* xe = reinterpret_cast<const unsigned short*>(x);
+    const unsigned short* we = reinterpret_cast<const unsigned short*>(w);
+    // The taps of a chunk: (fr, fs) and, with two taps per chunk (cp = 4), the next one.
+    int tr[2] = {fr, fr}, ts[2] = {fs, fs + 1};
+    if (ts[1] == int(a.s)) {
+      ts[1] = 0;
+      ++tr[1];
+    }
+    auto element = [&](int j, int& q, int& cj) {
+      q = cp == 4 ? j >> 2 : 0;
+      cj = cp == 4 ? (j & 3) : ch + j;
+    };
+    CUFUSE_UNROLL
+    for (int i = 0; i < ca; ++i) {
+      unsigned v[E / 2] = {};
+      CUFUSE_UNROLL
+      for (int j = 0; j < E; ++j) {
+        int q = 0, cj = 0;
+        element(j, q, cj);
+        const int dh = tr[q] * int(a.dh), dw = ts[q] * int(a.dw);
+        const int hh = h0[i] + dh, ww = w0[i] + dw;
+        const bool ok = tr[q] < int(a.r) && cj < int(a.c) && unsigned(hh) < unsigned(a.h) &&
+                        unsigned(ww) < unsigned(a.wd);
+        const unsigned e =
+            ok ? xe[index_t(pix[i]) + dh * a.xs[1] + dw * a.xs[2] + cj * a.xs[3]] : 0u;
+        v[j >> 1] |= e << (16 * (j & 1));
+      }
+      va[i] = make_uint4(v[0], v[1], v[2], v[3]);
+    }
+    CUFUSE_UNROLL
+    for (int i = 0; i < cb; ++i) {
+      unsigned v[E / 2] = {};
+      CUFUSE_UNROLL
+      for (int j = 0; j < E; ++j) {
+        int q = 0, cj = 0;
+        element(j, q, cj);
+        const bool ok = wrow[i] >= 0 && tr[q] < int(a.r) && cj < int(a.c);
+        const unsigned e = ok ? we[wrow[i] + tr[q] * a.ws[1] + ts[q] * a.ws[2] + cj * a.ws[3]] : 0u;
+        v[j >> 1] |= e << (16 * (j & 1));
+      }
+      vb[i] = make_uint4(v[0], v[1], v[2], v[3]);
+    }
+    ch += BK;
+    while (ch >= cp) {
+      ch -= cp;
+      if (++fs == int(a.s)) {
+        fs = 0;
+        ++fr;
+      }
+    }
+  }
+
+  /// Stores the fetched chunks into a stage's A and B tiles.
+  CUFUSE_DEVICE_FN void put(T* sa, T* sb) const {
+    CUFUSE_UNROLL
+    for (int i = 0; i < ca; ++i) {
+      *reinterpret_cast<uint4*>(sa + dst + i * R * BK) = va[i];
+    }
+    CUFUSE_UNROLL
+    for (int i = 0; i < cb; ++i) {
+      *reinterpret_cast<uint4*>(sb + dst + i * R * BK) = vb[i];
+    }
+  }
+};
+
 /// Y = epilogue(X * W) on tensor cores: one block per BM x BN output tile (channel tiles of a
 /// pixel tile in neighbouring blocks, which share the gathered pixels in L2), the reduction over
 /// r s c in BK steps through a `stages`-deep cp.async ring, the mma.sync warp step of the GEMM
@@ -120,9 +255,12 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   const int wm = warp / Cfg::WN, wn = warp % Cfg::WN;
   const T* x = static_cast<const T*>(a.x);
   const T* w = static_cast<const T*>(a.w);
-  const int red = int(a.r * a.s * a.c);
+  // The element gather pads each tap's channels (padded_channels) in the reduction.
+  constexpr bool elem = elem_gather_v<Cfg>;
+  const int red = int(a.r * a.s * (elem ? padded_channels(a.c) : a.c));
   // Split-K: split blockIdx.z takes its share of the reduction's tiles.
   constexpr bool split = Cfg::splits > 1;
+  static_assert(!elem || !split, "cufuse: the element gather has no split-K");
   int tiles = (red + BK - 1) / BK, t0 = 0;
   if (split && a.part != nullptr) {
     const int chunk = (tiles + a.splits - 1) / a.splits;
@@ -130,13 +268,30 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     tiles = ::min(tiles, t0 + chunk) - t0;
   }
 
-  conv_gather<Cfg> gather(a, m0, t0 * BK, tid);
+  auto make_gather = [&] {
+    if constexpr (elem) {
+      return conv_gather_elem<Cfg>(a, m0, n0, tid);
+    } else {
+      return conv_gather<Cfg>(a, m0, t0 * BK, tid);
+    }
+  };
+  auto gather = make_gather();
   constexpr unsigned a_stage = a_elems * sizeof(T), b_stage = b_elems * sizeof(T);
   const unsigned s_a = smem_addr(conv_smem), s_b = s_a + unsigned(offsetof(storage, b));
-  // Tiles are loaded in order (the gather's tap moves on with each).
+  // Tiles are loaded in order (the gather's tap moves on with each). The element gather
+  // fetches into registers here and stores at the end of the tile (store_fetched).
   auto load = [&](int t, int st) {
-    gather.copy(a, x, s_a + unsigned(st) * a_stage);
-    mma_load_tile<Cfg, BN, true>(ring.b[st], w, a.ws[0], n0, (t0 + t) * BK, int(a.k), red, tid);
+    if constexpr (elem) {
+      gather.fetch(a, x, w);
+    } else {
+      gather.copy(a, x, s_a + unsigned(st) * a_stage);
+      mma_load_tile<Cfg, BN, true>(ring.b[st], w, a.ws[0], n0, (t0 + t) * BK, int(a.k), red, tid);
+    }
+  };
+  auto store_fetched = [&](int st) {
+    if constexpr (elem) {
+      gather.put(ring.a[st], ring.b[st]);
+    }
   };
 
   float acc[Cfg::MI][Cfg::NI][4];
@@ -145,6 +300,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   for (int s = 0; s < S - 1; ++s) {
     if (s < tiles) {
       load(s, s);
+      store_fetched(s);
     }
     cp_async_commit();
   }
@@ -175,6 +331,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
       }
       const bool last = ks + 1 == KS; // the next step is step 0 of the next stage
       if (last) {
+        if (t + S - 1 < tiles) {
+          store_fetched(refill);
+        }
         cp_async_commit();
         cp_async_wait<S - 2>();
         __syncthreads();

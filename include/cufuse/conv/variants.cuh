@@ -55,7 +55,8 @@ std::string mma_name() {
   return std::string("conv_mma_") + t + "_" + std::to_string(Cfg::BM) + "x" +
          std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK) + "_s" +
          std::to_string(Cfg::stages) +
-         (Cfg::splits > 1 ? "_k" + std::to_string(Cfg::splits) : std::string());
+         (Cfg::splits > 1 ? "_k" + std::to_string(Cfg::splits) : std::string()) +
+         (elem_gather_v<Cfg> ? "_elem" : "");
 }
 
 /// Calls f(std::type_identity<Cfg>{}) for each tensor-core configuration of element type T,
@@ -75,7 +76,21 @@ void for_each_mma_config(F&& f) {
     f(std::type_identity<mma_conv_config<T, 64, 64, 64, 4>>{});
     f(std::type_identity<mma_conv_config<T, 64, 64, 32, 4>>{});
     f(std::type_identity<mma_conv_config<T, 64, 64, 64, 4, 4>>{});
+    // Channel counts or layouts the 16-byte gathers cannot take.
+    f(std::type_identity<elem_gather_config<mma_conv_config<T, 64, 64, 32, 3>>>{});
   }
+}
+
+/// Whether offsets into X, the output's pixels or the reduction reach 2^31 (the tensor-core
+/// kernels index with 32-bit integers).
+inline bool too_large(const conv_args& a) {
+  auto mag = [](index_t v) { return v < 0 ? -v : v; };
+  const index_t span = (a.n - 1) * mag(a.xs[0]) + (a.h - 1) * mag(a.xs[1]) +
+                       (a.wd - 1) * mag(a.xs[2]) + (a.c - 1) * mag(a.xs[3]) + 1;
+  const index_t pad = a.ph * mag(a.xs[1]) + a.pw * mag(a.xs[2]);
+  return span + pad >= INT_MAX || a.n * a.p * a.q >= INT_MAX - 256 ||
+         a.r * a.s * (a.c + 8) >= INT_MAX || a.k >= INT_MAX || (a.r * a.dh + a.h) >= INT_MAX / 2 ||
+         (a.s * a.dw + a.wd) >= INT_MAX / 2;
 }
 
 /// Why the tensor-core variants cannot run `a`: 0 they can; else the reason (refusal_text).
@@ -98,13 +113,20 @@ int mma_refusal(const conv_args& a, const gemm_options& options, const device_fa
   if (a.ws[3] != 1 || a.ws[2] != a.c || a.ws[1] != a.s * a.c || a.ws[0] % E != 0 || !aligned(a.w)) {
     return 4;
   }
-  const index_t span = (a.n - 1) * a.xs[0] + (a.h - 1) * a.xs[1] + (a.wd - 1) * a.xs[2] + a.c;
-  const index_t pad = a.ph * a.xs[1] + a.pw * a.xs[2];
-  if (span + pad >= INT_MAX || a.n * a.p * a.q >= INT_MAX - 256 || a.r * a.s * a.c >= INT_MAX ||
-      a.k >= INT_MAX || (a.r * a.dh + a.h) >= INT_MAX / 2 || (a.s * a.dw + a.wd) >= INT_MAX / 2) {
-    return 5;
+  return too_large(a) ? 5 : 0;
+}
+
+/// Why the element-gather variant cannot run `a` (0: it can), in mma_refusal's codes (1: not a
+/// 16-bit type).
+template <class T>
+int elem_refusal(const conv_args& a, const device_facts* d) {
+  if (sizeof(T) != 2) {
+    return 1;
   }
-  return 0;
+  if (d != nullptr && d->major < 8) {
+    return 2;
+  }
+  return too_large(a) ? 5 : 0;
 }
 
 template <class T>
@@ -112,7 +134,8 @@ std::string refusal_text(int code) {
   const std::string e = std::to_string(16 / sizeof(T));
   switch (code) {
   case 1:
-    return "fp32 inputs run on tensor cores only with gemm_options::math = tf32";
+    return sizeof(T) == 2 ? "fp32 inputs run on tensor cores only with gemm_options::math = tf32"
+                          : "the element-gather variants are for fp16 / bf16 inputs";
   case 2:
     return "the device has no mma.sync (compute capability below 8.0)";
   case 3:
@@ -272,17 +295,21 @@ template <class T, class Epi>
 std::pair<std::uint32_t, int> valid_variants(const conv_args& a, const gemm_options& options) {
   const device_facts d = facts_of_current_device();
   const bool tc = mma_refusal<T>(a, options, &d) == 0;
+  // The element gather runs what the 16-byte gathers cannot (and only that).
+  const bool tc_elem = !tc && elem_refusal<T>(a, &d) == 0;
   std::uint32_t valid = 0;
-  int heuristic = -1, fallback = -1, split = -1, i = 0;
+  int heuristic = -1, fallback = -1, split = -1, elem = -1, i = 0;
   index_t small_tiles = 0;
   for_each_mma_config<T>([&](auto cfg) {
     using Cfg = typename decltype(cfg)::type;
     const int v = i++;
-    if (!tc || !mma_ready<Cfg, Epi>()) {
+    if (!(elem_gather_v<Cfg> ? tc_elem : tc) || !mma_ready<Cfg, Epi>()) {
       return;
     }
     valid |= 1u << v;
-    if constexpr (Cfg::splits > 1) {
+    if constexpr (elem_gather_v<Cfg>) {
+      elem = elem < 0 ? v : elem;
+    } else if constexpr (Cfg::splits > 1) {
       split = split < 0 ? v : split;
     } else {
       const index_t tiles = tiles_of<Cfg>(a);
@@ -300,6 +327,9 @@ std::pair<std::uint32_t, int> valid_variants(const conv_args& a, const gemm_opti
   valid |= 1u << i; // the SIMT kernel
   if (heuristic < 0) {
     heuristic = split >= 0 && 2 * small_tiles < d.sms ? split : fallback;
+  }
+  if (heuristic < 0) {
+    heuristic = elem;
   }
   return {valid, heuristic < 0 ? i : heuristic};
 }
@@ -368,8 +398,16 @@ void launch(const conv_args& a, const conv_key& key, const Epi& epi, const gemm_
       if (set.names[v] == options.variant) {
         if ((valid >> v & 1u) == 0) {
           const device_facts d = facts_of_current_device();
-          throw error("cufuse::conv2d: variant " + options.variant + " cannot run this problem: " +
-                      refusal_text<T>(mma_refusal<T>(a, options, &d)));
+          const std::string& n = options.variant;
+          const bool is_elem = n.size() > 5 && n.compare(n.size() - 5, 5, "_elem") == 0;
+          const int code = is_elem ? elem_refusal<T>(a, &d) : mma_refusal<T>(a, options, &d);
+          const std::string why =
+              code != 0 ? refusal_text<T>(code)
+              : is_elem && mma_refusal<T>(a, options, &d) == 0
+                  ? std::string("the 16-byte gathers run it (the element gather runs only what "
+                                "they cannot)")
+                  : std::string("no code for this device");
+          throw error("cufuse::conv2d: variant " + n + " cannot run this problem: " + why);
         }
         launch_variant<T, Epi>(int(v), &call, stream);
         return;
