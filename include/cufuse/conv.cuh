@@ -216,6 +216,29 @@ struct conv2d_choice {
   double seconds = 0.0;
 };
 
+} // namespace tuning
+
+namespace conv_detail {
+/// tuning::tune_conv2d with (E a type) or without (E void) a fused epilogue.
+template <class X, class W, class Y, class E>
+tuning::conv2d_choice tune(X&& x, W&& w, Y&& y, const conv2d_params& params, const E* epilogue,
+                           const gemm_options& options, int repeats, cudaStream_t stream) {
+  if (repeats < 1) {
+    throw error("cufuse::tuning::tune_conv2d: repeats must be >= 1, got " +
+                std::to_string(repeats));
+  }
+  std::pair<std::string, double> best;
+  conv_action act;
+  act.best = &best;
+  act.repeats = repeats;
+  run<X, W, Y, E>(std::forward<X>(x), std::forward<W>(w), std::forward<Y>(y), params, epilogue,
+                  options, stream, &act);
+  return {best.first, best.second};
+}
+} // namespace conv_detail
+
+namespace tuning {
+
 /// Times every variant that can run conv2d(x, w, y, params[, epilogue]) on `stream` (after one
 /// untimed run each: `repeats` samples of 10 back-to-back calls between CUDA events, the median
 /// per call) and returns the fastest; with a tuning database file set (tuning::set_file or
@@ -226,17 +249,9 @@ template <class X, class W, class Y>
 conv2d_choice tune_conv2d(X&& x, W&& w, Y&& y, const conv2d_params& params = {},
                           const gemm_options& options = {}, int repeats = 5,
                           cudaStream_t stream = current_stream()) {
-  if (repeats < 1) {
-    throw error("cufuse::tuning::tune_conv2d: repeats must be >= 1, got " +
-                std::to_string(repeats));
-  }
-  std::pair<std::string, double> best;
-  conv_detail::conv_action act;
-  act.best = &best;
-  act.repeats = repeats;
-  conv_detail::run<X, W, Y, void>(std::forward<X>(x), std::forward<W>(w), std::forward<Y>(y),
-                                  params, nullptr, options, stream, &act);
-  return {best.first, best.second};
+  return conv_detail::tune<X, W, Y, void>(std::forward<X>(x), std::forward<W>(w),
+                                          std::forward<Y>(y), params, nullptr, options, repeats,
+                                          stream);
 }
 
 /// tune_conv2d for a convolution with a fused epilogue (its own key: the epilogue's type).
@@ -245,17 +260,8 @@ template <class X, class W, class Y, class E>
 conv2d_choice tune_conv2d(X&& x, W&& w, Y&& y, const conv2d_params& params, const E& epilogue,
                           const gemm_options& options = {}, int repeats = 5,
                           cudaStream_t stream = current_stream()) {
-  if (repeats < 1) {
-    throw error("cufuse::tuning::tune_conv2d: repeats must be >= 1, got " +
-                std::to_string(repeats));
-  }
-  std::pair<std::string, double> best;
-  conv_detail::conv_action act;
-  act.best = &best;
-  act.repeats = repeats;
-  conv_detail::run<X, W, Y, E>(std::forward<X>(x), std::forward<W>(w), std::forward<Y>(y), params,
-                               &epilogue, options, stream, &act);
-  return {best.first, best.second};
+  return conv_detail::tune<X, W, Y, E>(std::forward<X>(x), std::forward<W>(w), std::forward<Y>(y),
+                                       params, &epilogue, options, repeats, stream);
 }
 
 /// The implicit-GEMM variant the tuner has settled on for this convolution (standard

@@ -23,6 +23,32 @@ namespace cufuse::conv_detail {
 template <class T, int BM, int BN, int BK, int Stages, int Splits = 1>
 using mma_conv_config = gemm_detail::mma_config<T, BM, BN, BK, 2, 2, Stages, Splits>;
 
+/// The input windows of a thread's N rows of an A tile: pixels m0 + r + i R (i < N).
+template <int N>
+struct window_rows {
+  int pix[N]; // X's element offset of each pixel's window origin (padding: negative)
+  int h0[N];  // the window origin's input row; pixels past the output: far below zero
+  int w0[N];  // ... and column
+
+  CUFUSE_DEVICE_FN void init(const conv_args& a, index_t m0, int r, int R) {
+    const index_t rows = a.n * a.p * a.q;
+    CUFUSE_UNROLL
+    for (int i = 0; i < N; ++i) {
+      const index_t m = m0 + r + i * R;
+      if (m < rows) {
+        const pixel_origin o = origin_of(a, m);
+        pix[i] = int(o.xbase + o.h0 * a.xs[1] + o.w0 * a.xs[2]);
+        h0[i] = int(o.h0);
+        w0[i] = int(o.w0);
+      } else {
+        pix[i] = 0;
+        h0[i] = INT_MIN / 2;
+        w0[i] = 0;
+      }
+    }
+  }
+};
+
 /// One thread's share of the gathered A tile (BM pixels x BK reduction elements, stored as the
 /// GEMM's K-contiguous [BM][BK] tile, swizzled): `count` 16-byte chunks at pixel rows R apart,
 /// all in one reduction column, so under one filter tap, which moves by BK every tile.
@@ -36,31 +62,15 @@ struct conv_gather {
   static_assert(Cfg::threads % per_row == 0 && BM % R == 0 && R % 8 == 0,
                 "cufuse: a conv A tile's copies must split evenly into whole swizzle periods");
 
-  int pix[count]; // X's element offset of each pixel's window origin (padding: negative)
-  int h0[count];  // the window origin's input row; pixels past the output: far below zero
-  int w0[count];  // ... and column
-  int dst;        // element offset of copy 0 in a stage
-  int fr, fs, ch; // the filter tap of this thread's column in the next tile
+  window_rows<count> px; // the input windows of this thread's pixels
+  int dst;               // element offset of copy 0 in a stage
+  int fr, fs, ch;        // the filter tap of this thread's column in the next tile
 
   /// The gather of pixels m0 .. m0 + BM - 1 from reduction element k0 on.
   CUFUSE_DEVICE_FN conv_gather(const conv_args& a, index_t m0, int k0, int tid) {
     const int r = tid / per_row, c = (tid % per_row) * E;
     dst = gemm_detail::swz<BK, E, false>(r, c);
-    const index_t rows = a.n * a.p * a.q;
-    CUFUSE_UNROLL
-    for (int i = 0; i < count; ++i) {
-      const index_t m = m0 + r + i * R;
-      if (m < rows) {
-        const pixel_origin o = origin_of(a, m);
-        pix[i] = int(o.xbase + o.h0 * a.xs[1] + o.w0 * a.xs[2]);
-        h0[i] = int(o.h0);
-        w0[i] = int(o.w0);
-      } else {
-        pix[i] = 0;
-        h0[i] = INT_MIN / 2;
-        w0[i] = 0;
-      }
-    }
+    px.init(a, m0, r, R);
     const filter_tap t = tap_of(a, k0 + c);
     fr = int(t.fr);
     fs = int(t.fs);
@@ -76,9 +86,9 @@ struct conv_gather {
     const index_t tap = index_t(dh) * a.xs[1] + index_t(dw) * a.xs[2] + ch;
     CUFUSE_UNROLL
     for (int i = 0; i < count; ++i) {
-      const int hh = h0[i] + dh, ww = w0[i] + dw;
+      const int hh = px.h0[i] + dh, ww = px.w0[i] + dw;
       const bool ok = k_ok && unsigned(hh) < unsigned(a.h) && unsigned(ww) < unsigned(a.wd);
-      const T* src = ok ? x + (pix[i] + tap) : x;
+      const T* src = ok ? x + (px.pix[i] + tap) : x;
       gemm_detail::cp_async16_at(stage + unsigned(dst + i * R * BK) * unsigned(sizeof(T)), src,
                                  ok ? 16 : 0);
     }
@@ -124,31 +134,17 @@ struct conv_gather_elem {
   static_assert(Cfg::threads % per_row == 0 && BM % R == 0 && BN % R == 0 && R % 8 == 0,
                 "cufuse: a conv tile's chunks must split evenly into whole swizzle periods");
 
-  int pix[ca], h0[ca], w0[ca]; // as conv_gather
-  index_t wrow[cb];            // W's offset of each filter row; -1 past K
-  int dst;                     // element offset of chunk 0 in a stage (A and B alike)
-  int fr, fs, ch;              // the (first) tap and padded channel of this thread's column
-  int cp;                      // padded_channels(C)
-  uint4 va[ca], vb[cb];        // the fetched chunks
+  window_rows<ca> px;   // the input windows of this thread's pixels
+  index_t wrow[cb];     // W's offset of each filter row; -1 past K
+  int dst;              // element offset of chunk 0 in a stage (A and B alike)
+  int fr, fs, ch;       // the (first) tap and padded channel of this thread's column
+  int cp;               // padded_channels(C)
+  uint4 va[ca], vb[cb]; // the fetched chunks
 
   CUFUSE_DEVICE_FN conv_gather_elem(const conv_args& a, index_t m0, int n0, int tid) {
     const int r = tid / per_row, c = (tid % per_row) * E;
     dst = gemm_detail::swz<BK, E, false>(r, c);
-    const index_t rows = a.n * a.p * a.q;
-    CUFUSE_UNROLL
-    for (int i = 0; i < ca; ++i) {
-      const index_t m = m0 + r + i * R;
-      if (m < rows) {
-        const pixel_origin o = origin_of(a, m);
-        pix[i] = int(o.xbase + o.h0 * a.xs[1] + o.w0 * a.xs[2]);
-        h0[i] = int(o.h0);
-        w0[i] = int(o.w0);
-      } else {
-        pix[i] = 0;
-        h0[i] = INT_MIN / 2;
-        w0[i] = 0;
-      }
-    }
+    px.init(a, m0, r, R);
     CUFUSE_UNROLL
     for (int i = 0; i < cb; ++i) {
       const index_t k = index_t(n0) + r + i * R;
@@ -183,11 +179,11 @@ struct conv_gather_elem {
         int q = 0, cj = 0;
         element(j, q, cj);
         const int dh = tr[q] * int(a.dh), dw = ts[q] * int(a.dw);
-        const int hh = h0[i] + dh, ww = w0[i] + dw;
+        const int hh = px.h0[i] + dh, ww = px.w0[i] + dw;
         const bool ok = tr[q] < int(a.r) && cj < int(a.c) && unsigned(hh) < unsigned(a.h) &&
                         unsigned(ww) < unsigned(a.wd);
         const unsigned e =
-            ok ? xe[index_t(pix[i]) + dh * a.xs[1] + dw * a.xs[2] + cj * a.xs[3]] : 0u;
+            ok ? xe[index_t(px.pix[i]) + dh * a.xs[1] + dw * a.xs[2] + cj * a.xs[3]] : 0u;
         v[j >> 1] |= e << (16 * (j & 1));
       }
       va[i] = make_uint4(v[0], v[1], v[2], v[3]);
