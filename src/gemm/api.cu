@@ -140,10 +140,30 @@ void run_impl(const problem& p, cudaStream_t stream, const gemm_options& options
     if (vi >= 0) {
       ks->chosen.store(vi, std::memory_order_release);
     } else {
-      ks->arms = valid;
-      ks->warmed.assign(valid.size(), 0);
+      // Online without an entry for this shape: the prior guess (the family's nearest tuned
+      // shape, else the heuristic) is the first arm, so the key's first call runs it; arms the
+      // time model puts more than tune::explore_within x behind are not explored.
+      int prior = from_database(p, d, true, ks->epilogue, &valid);
+      if (prior < 0 && set != nullptr) {
+        prior = from_database(p, d, true, {}, &valid);
+      }
+      if (prior < 0) {
+        prior = heuristic(p, d, valid);
+      }
+      std::vector<double> predicted;
+      int prior_at = -1;
+      for (std::size_t i = 0; i < valid.size(); ++i) {
+        predicted.push_back(predicted_seconds(valid[i], p, d));
+        prior_at = valid[i] == prior ? int(i) : prior_at;
+      }
+      ks->arms.clear();
+      for (int i : tune::exploration_order(predicted, prior_at)) {
+        ks->arms.push_back(valid[std::size_t(i)]);
+      }
+      ks->warmed.assign(ks->arms.size(), 0);
       ks->bandit = std::make_unique<tune::ucb_bandit>(
-          static_cast<int>(valid.size()), tune::gemm_bandit_config(static_cast<int>(valid.size())));
+          static_cast<int>(ks->arms.size()),
+          tune::gemm_bandit_config(static_cast<int>(ks->arms.size())));
     }
     ks->initialized = true;
   }

@@ -117,8 +117,13 @@ void run_conv(const conv_key& key, const conv_set& set, std::uint32_t valid, int
     if (v >= 0) {
       ks->chosen.store(v, std::memory_order_release);
     } else {
+      // The prior guess first (the family's nearest tuned shape, else the heuristic), so that
+      // the key's first call runs it; conv variants have no time model to leave any out.
+      int prior = from_database(key, set, valid, ordinal, true);
+      prior = prior >= 0 ? prior : heuristic;
+      ks->arms.push_back(prior);
       for (int i = 0; i < 32; ++i) {
-        if ((valid >> i & 1u) != 0) {
+        if ((valid >> i & 1u) != 0 && i != prior) {
           ks->arms.push_back(i);
         }
       }

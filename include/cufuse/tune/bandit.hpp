@@ -257,4 +257,46 @@ inline bandit_config gemm_bandit_config(int arms) {
   return c;
 }
 
+/// How far behind the cost model's best guess an arm may be predicted and still be explored
+/// online: 8x. The GEMM time model (src/gemm/heuristic.cu) has hand-set family rates that rank
+/// tensor-core tiles within a family to maybe 2x of the truth, but it is not wrong by 8x: what
+/// this rules out is a whole family that cannot win (SIMT tiles for a large fp16 / bf16 problem,
+/// 15-20x slower there), which took most of the pulls of an online key (issue: online tuning
+/// is expensive). cufuse-tune --exhaustive still measures every variant.
+inline constexpr double explore_within = 8.0;
+
+/// The arms of an online key, in the order the bandit gets them: the prior guess first (the
+/// database's nearest tuned shape of the family, else the heuristic's choice: `prior`, an index
+/// into `predicted`, or -1), so that the first call of an unseen key runs it (the bandit plays
+/// the lowest-numbered unplayed arm first); then the others by predicted time, without those
+/// predicted more than `within` x slower than the fastest prediction. Returns indices into
+/// `predicted` (seconds per call; every arm when they are not all finite and positive).
+inline std::vector<int> exploration_order(const std::vector<double>& predicted, int prior,
+                                          double within = explore_within) {
+  const int n = static_cast<int>(predicted.size());
+  bool usable = n > 0;
+  double best = std::numeric_limits<double>::infinity();
+  for (double t : predicted) {
+    usable = usable && std::isfinite(t) && t > 0.0;
+    best = std::min(best, t);
+  }
+  std::vector<int> order;
+  if (prior >= 0 && prior < n) {
+    order.push_back(prior);
+  }
+  std::vector<int> rest;
+  for (int a = 0; a < n; ++a) {
+    if (a != prior && (!usable || predicted[std::size_t(a)] <= within * best)) {
+      rest.push_back(a);
+    }
+  }
+  if (usable) {
+    std::stable_sort(rest.begin(), rest.end(), [&](int x, int y) {
+      return predicted[std::size_t(x)] < predicted[std::size_t(y)];
+    });
+  }
+  order.insert(order.end(), rest.begin(), rest.end());
+  return order;
+}
+
 } // namespace cufuse::tune
