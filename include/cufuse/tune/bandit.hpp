@@ -258,11 +258,12 @@ inline bandit_config gemm_bandit_config(int arms) {
 }
 
 /// How far behind the cost model's best guess an arm may be predicted and still be explored
-/// online: 8x. The GEMM time model (src/gemm/heuristic.cu) has hand-set family rates that rank
-/// tensor-core tiles within a family to maybe 2x of the truth, but it is not wrong by 8x: what
-/// this rules out is a whole family that cannot win (SIMT tiles for a large fp16 / bf16 problem,
-/// 15-20x slower there), which took most of the pulls of an online key (issue: online tuning
-/// is expensive). cufuse-tune --exhaustive still measures every variant.
+/// online: 8x. The GEMM time model (src/gemm/heuristic.cu) has hand-set family rates and ranks
+/// tiles only roughly, so only arms it puts far behind are dropped: a whole family that cannot
+/// win, such as SIMT tiles for a large bf16 problem (11-23x slower than the wgmma tiles in
+/// bench/results/gemm_ab_compose2_h100.md), which took most of an online key's pulls. The
+/// online tests check on 5 keys that the committed variant stays within 5% of the exhaustive
+/// best. `cufuse-tune --exhaustive` still measures every variant.
 inline constexpr double explore_within = 8.0;
 
 /// The arms of an online key, in the order the bandit gets them: the prior guess first (the
