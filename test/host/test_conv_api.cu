@@ -363,3 +363,38 @@ TEST_CASE("conv2d: the tuner's database family names the geometry, epilogue and 
   k.tf32 = 0;
   CHECK(conv_family(k, plain).rfind("conv.f32>f32.", 0) == 0);
 }
+
+TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_api]") {
+  using cufuse::conv_detail::heuristic_choice;
+  using bf16 = __nv_bfloat16;
+  // bf16 variants in for_each_mma_config's order: 0 128x128x32 s5, 1 128x64x32 s5, 2 128x64x64
+  // s4, 3 64x64x64 s4, 4 64x64x32 s4, 5 64x64x64 s4 k4, 6 the element gather, 7 SIMT.
+  std::vector<std::string> names;
+  cufuse::conv_detail::for_each_mma_config<bf16>([&](auto cfg) {
+    names.push_back(cufuse::conv_detail::mma_name<typename decltype(cfg)::type>());
+  });
+  REQUIRE(names.size() == 7u);
+  CHECK(names[1] == "conv_mma_bf16_128x64x32_s5");
+  CHECK(names[3] == "conv_mma_bf16_64x64x64_s4");
+  CHECK(names[5] == "conv_mma_bf16_64x64x64_s4_k4");
+  CHECK(names[6] == "conv_mma_bf16_64x64x32_s3_elem");
+  auto layer = [](index_t n, index_t pq, index_t k) {
+    cufuse::conv_detail::conv_args a{};
+    a.n = n;
+    a.p = pq;
+    a.q = pq;
+    a.k = k;
+    return a;
+  };
+  const std::uint32_t chunked = 0x3f | 1u << 7; // the 16-byte gathers and SIMT can run
+  // The measured fastest (bench/JOURNAL.md c3) on all but 7x7 C512 (there 128x64x64, 5% ahead).
+  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, chunked) == 1);
+  CHECK(heuristic_choice<bf16>(layer(32, 28, 128), 132, chunked) == 1);
+  CHECK(heuristic_choice<bf16>(layer(32, 14, 256), 132, chunked) == 3);
+  CHECK(heuristic_choice<bf16>(layer(32, 7, 512), 132, chunked) == 3);
+  // Batch 1: 8 tiles of 64 x 64 for 132 SMs: split-K.
+  CHECK(heuristic_choice<bf16>(layer(1, 7, 512), 132, chunked) == 5);
+  // C = 3: only the element gather and SIMT can run; nothing but SIMT: SIMT.
+  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 6 | 1u << 7) == 6);
+  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 7) == 7);
+}

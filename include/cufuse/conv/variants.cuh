@@ -285,35 +285,30 @@ constexpr int blocks_per_sm() {
   return by_smem < 3 ? by_smem : 3;
 }
 
-/// The variants of conv_set_of<T, Epi>() that can run `a` here (bit v for names[v]), and the
-/// heuristic's choice among them: the first unsplit tensor-core tile (largest first) whose
-/// blocks fill the GPU's block slots in whole waves to at least 75%; where none does, the
-/// 64 x 64 tile, or split-K when even that leaves more than half the SMs idle; the SIMT kernel
-/// where no tensor-core variant can run. (Measured on ResNet's layers, bench/JOURNAL.md c3: it
-/// picks the fastest variant on 5 of 6.)
-template <class T, class Epi>
-std::pair<std::uint32_t, int> valid_variants(const conv_args& a, const gemm_options& options) {
-  const device_facts d = facts_of_current_device();
-  const bool tc = mma_refusal<T>(a, options, &d) == 0;
-  // The element gather runs what the 16-byte gathers cannot (and only that).
-  const bool tc_elem = !tc && elem_refusal<T>(a, &d) == 0;
-  std::uint32_t valid = 0;
+/// The heuristic's choice among the variants `valid` marks (bit v: the v-th of
+/// for_each_mma_config<T>, the SIMT kernel after them): the first unsplit tensor-core tile
+/// (largest first, tiles wider than K skipped) whose blocks fill the GPU's block slots in whole
+/// waves to at least 75%; where none does, the 64 x 64 tile, or split-K when even that leaves
+/// more than half the SMs idle; the element gather where only it can run; else the SIMT kernel.
+/// (Measured on ResNet's layers, bench/JOURNAL.md c3: it picks the fastest variant on 5 of 6.)
+/// Host code without device calls: test/host/test_conv_api.cu checks its picks.
+template <class T>
+int heuristic_choice(const conv_args& a, int sms, std::uint32_t valid) {
   int heuristic = -1, fallback = -1, split = -1, elem = -1, i = 0;
   index_t small_tiles = 0;
   for_each_mma_config<T>([&](auto cfg) {
     using Cfg = typename decltype(cfg)::type;
     const int v = i++;
-    if (!(elem_gather_v<Cfg> ? tc_elem : tc) || !mma_ready<Cfg, Epi>()) {
+    if ((valid >> v & 1u) == 0) {
       return;
     }
-    valid |= 1u << v;
     if constexpr (elem_gather_v<Cfg>) {
       elem = elem < 0 ? v : elem;
     } else if constexpr (Cfg::splits > 1) {
       split = split < 0 ? v : split;
     } else {
       const index_t tiles = tiles_of<Cfg>(a);
-      const double waves = double(tiles) / double(index_t(d.sms) * blocks_per_sm<Cfg>());
+      const double waves = double(tiles) / double(index_t(sms) * blocks_per_sm<Cfg>());
       const double fill = waves / std::ceil(waves);
       if (heuristic < 0 && (Cfg::BN <= 64 || a.k > 64) && waves >= 0.75 && fill >= 0.75) {
         heuristic = v;
@@ -324,14 +319,34 @@ std::pair<std::uint32_t, int> valid_variants(const conv_args& a, const gemm_opti
       }
     }
   });
-  valid |= 1u << i; // the SIMT kernel
   if (heuristic < 0) {
-    heuristic = split >= 0 && 2 * small_tiles < d.sms ? split : fallback;
+    heuristic = split >= 0 && 2 * small_tiles < sms ? split : fallback;
   }
   if (heuristic < 0) {
     heuristic = elem;
   }
-  return {valid, heuristic < 0 ? i : heuristic};
+  return heuristic < 0 ? i : heuristic;
+}
+
+/// The variants of conv_set_of<T, Epi>() that can run `a` here (bit v for names[v]), and the
+/// heuristic's choice among them (heuristic_choice).
+template <class T, class Epi>
+std::pair<std::uint32_t, int> valid_variants(const conv_args& a, const gemm_options& options) {
+  const device_facts d = facts_of_current_device();
+  const bool tc = mma_refusal<T>(a, options, &d) == 0;
+  // The element gather runs what the 16-byte gathers cannot (and only that).
+  const bool tc_elem = !tc && elem_refusal<T>(a, &d) == 0;
+  std::uint32_t valid = 0;
+  int i = 0;
+  for_each_mma_config<T>([&](auto cfg) {
+    using Cfg = typename decltype(cfg)::type;
+    const int v = i++;
+    if ((elem_gather_v<Cfg> ? tc_elem : tc) && mma_ready<Cfg, Epi>()) {
+      valid |= 1u << v;
+    }
+  });
+  valid |= 1u << i; // the SIMT kernel
+  return {valid, heuristic_choice<T>(a, d.sms, valid)};
 }
 
 /// What run() does with a problem: run it (no member set), or instead put the names of the
