@@ -156,14 +156,11 @@ void run_impl(const problem& p, cudaStream_t stream, const gemm_options& options
         predicted.push_back(predicted_seconds(valid[i], p, d));
         prior_at = valid[i] == prior ? int(i) : prior_at;
       }
-      ks->arms.clear();
+      std::vector<int> arms;
       for (int i : tune::exploration_order(predicted, prior_at)) {
-        ks->arms.push_back(valid[std::size_t(i)]);
+        arms.push_back(valid[std::size_t(i)]);
       }
-      ks->warmed.assign(ks->arms.size(), 0);
-      ks->bandit = std::make_unique<tune::ucb_bandit>(
-          static_cast<int>(ks->arms.size()),
-          tune::gemm_bandit_config(static_cast<int>(ks->arms.size())));
+      start_exploring(*ks, std::move(arms));
     }
     ks->initialized = true;
   }

@@ -121,16 +121,18 @@ void run_conv(const conv_key& key, const conv_set& set, std::uint32_t valid, int
       // the key's first call runs it; conv variants have no time model to leave any out.
       int prior = from_database(key, set, valid, ordinal, true);
       prior = prior >= 0 ? prior : heuristic;
-      ks->arms.push_back(prior);
+      std::vector<int> arms, order;
+      int prior_at = -1;
       for (int i = 0; i < 32; ++i) {
-        if ((valid >> i & 1u) != 0 && i != prior) {
-          ks->arms.push_back(i);
+        if ((valid >> i & 1u) != 0) {
+          prior_at = i == prior ? int(arms.size()) : prior_at;
+          arms.push_back(i);
         }
       }
-      ks->warmed.assign(ks->arms.size(), 0);
-      ks->bandit = std::make_unique<tune::ucb_bandit>(
-          static_cast<int>(ks->arms.size()),
-          tune::gemm_bandit_config(static_cast<int>(ks->arms.size())));
+      for (int i : tune::exploration_order(std::vector<double>(arms.size(), 0.0), prior_at)) {
+        order.push_back(arms[std::size_t(i)]);
+      }
+      gemm_detail::start_exploring(*ks, std::move(order));
     }
     ks->initialized = true;
   }

@@ -18,6 +18,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace cufuse::gemm_detail {
@@ -252,6 +253,15 @@ int from_database(const problem& p, const device_state& d, bool nearest,
 void record_finished(key_state& ks);
 /// Makes `vi` the key's choice (and writes it to the database, if any).
 void commit(key_state& ks, int vi, const problem& p, const device_state& d, double seconds);
+/// Starts online exploration of a key over `arms` (variant values, in the order the bandit
+/// tries them first: tune::exploration_order).
+inline void start_exploring(key_state& ks, std::vector<int> arms) {
+  ks.arms = std::move(arms);
+  ks.warmed.assign(ks.arms.size(), 0);
+  const int n = static_cast<int>(ks.arms.size());
+  ks.bandit = std::make_unique<tune::ucb_bandit>(n, tune::gemm_bandit_config(n));
+}
+
 /// Whether `s` is capturing a graph (or cannot tell): no timing then.
 bool capturing(cudaStream_t s);
 

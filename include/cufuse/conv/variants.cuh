@@ -24,7 +24,7 @@ namespace cufuse::conv_detail {
 
 /// Per-device facts the variant choice needs, read once per device.
 struct device_facts {
-  int sms = 0, major = 0;
+  int sms = 0, major = 0, ordinal = 0;
 };
 inline device_facts facts_of_current_device() {
   static std::atomic<long long> known[64]; // sms << 8 | major, 0: not read yet
@@ -41,7 +41,7 @@ inline device_facts facts_of_current_device() {
     v = (static_cast<long long>(sms) << 8) | major;
     slot.store(v, std::memory_order_relaxed);
   }
-  return {static_cast<int>(v >> 8), static_cast<int>(v & 0xff)};
+  return {static_cast<int>(v >> 8), static_cast<int>(v & 0xff), dev};
 }
 
 /// The SIMT variant's name (any shape, layout and alignment; exact fp32 arithmetic).
@@ -152,33 +152,44 @@ std::string refusal_text(int code) {
 }
 
 /// Whether the kernel of configuration Cfg for epilogue Epi has code for the current device;
-/// sets its shared-memory limit there (once per device).
+/// sets its shared-memory limit there.
 template <class Cfg, class Epi>
-bool mma_ready() {
-  static std::atomic<int> state[64]; // 0: unknown, 1: ready, 2: no code for the device
-  int dev = 0;
-  CUFUSE_CUDA_CHECK_MSG(cudaGetDevice(&dev), "cufuse::conv2d: reading the current device");
-  std::atomic<int>& st = state[dev & 63];
-  int v = st.load(std::memory_order_acquire);
-  if (v == 0) {
-    const void* k = reinterpret_cast<const void*>(&conv2d_mma_kernel<Cfg, Epi>);
-    cudaFuncAttributes attr{};
-    const cudaError_t e = cudaFuncGetAttributes(&attr, k);
-    if (e == cudaErrorInvalidDeviceFunction || e == cudaErrorNoKernelImageForDevice) {
-      (void)cudaGetLastError();
-      v = 2;
-    } else {
-      CUFUSE_CUDA_CHECK_MSG(e, "cufuse::conv2d: reading the attributes of " + mma_name<Cfg>());
-      v = attr.binaryVersion >= 80 ? 1 : 2;
-      if (v == 1) {
-        CUFUSE_CUDA_CHECK_MSG(
-            cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::smem_bytes),
-            "cufuse::conv2d: setting the shared memory of " + mma_name<Cfg>());
-      }
-    }
-    st.store(v, std::memory_order_release);
+bool mma_prepare() {
+  const void* k = reinterpret_cast<const void*>(&conv2d_mma_kernel<Cfg, Epi>);
+  cudaFuncAttributes attr{};
+  const cudaError_t e = cudaFuncGetAttributes(&attr, k);
+  if (e == cudaErrorInvalidDeviceFunction || e == cudaErrorNoKernelImageForDevice) {
+    (void)cudaGetLastError();
+    return false;
   }
-  return v == 1;
+  CUFUSE_CUDA_CHECK_MSG(e, "cufuse::conv2d: reading the attributes of " + mma_name<Cfg>());
+  if (attr.binaryVersion < 80) {
+    return false;
+  }
+  CUFUSE_CUDA_CHECK_MSG(
+      cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::smem_bytes),
+      "cufuse::conv2d: setting the shared memory of " + mma_name<Cfg>());
+  return true;
+}
+
+/// The tensor-core variants of element type T and epilogue Epi that have code for the current
+/// device `dev` (bit v: the v-th of for_each_mma_config<T>), prepared on first use; afterwards
+/// one atomic load.
+template <class T, class Epi>
+std::uint32_t ready_mask(int dev) {
+  static std::atomic<std::uint32_t> known[64]; // bit 31: prepared on that device
+  std::atomic<std::uint32_t>& slot = known[dev & 63];
+  std::uint32_t m = slot.load(std::memory_order_acquire);
+  if ((m >> 31) == 0) {
+    m = 1u << 31;
+    int i = 0;
+    for_each_mma_config<T>([&](auto cfg) {
+      const int v = i++;
+      m |= mma_prepare<typename decltype(cfg)::type, Epi>() ? 1u << v : 0u;
+    });
+    slot.store(m, std::memory_order_release);
+  }
+  return m & ~(1u << 31);
 }
 
 /// Output tiles of configuration Cfg over `a`'s [n p q, k] output.
@@ -336,12 +347,13 @@ std::pair<std::uint32_t, int> valid_variants(const conv_args& a, const gemm_opti
   const bool tc = mma_refusal<T>(a, options, &d) == 0;
   // The element gather runs what the 16-byte gathers cannot (and only that).
   const bool tc_elem = !tc && elem_refusal<T>(a, &d) == 0;
+  const std::uint32_t ready = ready_mask<T, Epi>(d.ordinal);
   std::uint32_t valid = 0;
   int i = 0;
   for_each_mma_config<T>([&](auto cfg) {
     using Cfg = typename decltype(cfg)::type;
     const int v = i++;
-    if ((elem_gather_v<Cfg> ? tc_elem : tc) && mma_ready<Cfg, Epi>()) {
+    if ((elem_gather_v<Cfg> ? tc_elem : tc) && (ready >> v & 1u) != 0) {
       valid |= 1u << v;
     }
   });
