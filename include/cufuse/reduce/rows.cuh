@@ -28,6 +28,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <limits>
 
 namespace cufuse::detail {
 
@@ -53,20 +54,35 @@ inline int rows_smem_budget() {
 }
 inline constexpr int max_row_slots = 16;
 
-/// Where the row kernel evaluates: column j of the current row; the staged rows.
+#ifndef CUFUSE_ROWS_STAGE_NATIVE
+#define CUFUSE_ROWS_STAGE_NATIVE 1
+#endif
+/// What a staged row holds: the operand's own type. Measured on the H100 ([32768, 4096] bf16,
+/// same run): staging bf16 rows as float (converted once) ran softmax / layer_norm / rms_norm
+/// at 0.79 / 0.57 / 0.82 of copy, as bf16 (converted at every read) at 0.86 / 0.75 / 0.90: the
+/// smaller rows let more blocks share an SM's shared memory, which mattered more than the
+/// conversions. fp32 is the same either way.
+template <class T>
+using staged_t = std::conditional_t<CUFUSE_ROWS_STAGE_NATIVE != 0, T, opmath_t<T>>;
+
+/// Where the row kernel evaluates: element u of the current chunk (a compile-time index once
+/// the chunk loops unroll, so the leaves' chunk registers stay registers).
 struct row_pos {
-  index_t j;
-  const unsigned char* smem;
+  int u;
 };
 
 /// A leaf in the row kernel: `ptr` is rebased to the current row, `last` is its stride along
-/// the row (0: repeated), `rstr` its strides along the row's leading coordinates.
-template <class T, int Rank>
+/// the row (0: repeated), `rstr` its strides along the row's leading coordinates. Before the
+/// tree is evaluated over a chunk of V columns, `load` brings the leaf's V values into
+/// registers in one access where it can (its staged row, or its row in memory when contiguous
+/// and aligned); the tree then reads `reg[u]`: no index arithmetic and no branch per element.
+template <class T, int Rank, int V>
 struct row_leaf {
   using value_type = std::remove_const_t<T>;
   using promo_type = std::conditional_t<Rank == 0, zero_dim<value_type>, value_type>;
   using space = any_space;
   using compute_type = opmath_t<value_type>;
+  using staged_type = staged_t<value_type>;
   static constexpr int rank = Rank;
   static constexpr bool is_cufuse_node = true;
   static constexpr int min_element_size = int(sizeof(value_type));
@@ -74,9 +90,10 @@ struct row_leaf {
 
   T* ptr;
   strides<Rank> str;
-  int smem;   // byte offset of its staged row, -1: read from memory
+  int smem;   // byte offset of its staged row (of staged_type), -1: read from memory
   bool stage; // the first leaf with this staged row copies it
   bool vec;   // its rows are contiguous and 16-byte aligned: staged in 16-byte copies
+  compute_type reg[V] = {};
 
   CUFUSE_INLINE index_t last() const {
     if constexpr (Rank == 0) {
@@ -85,12 +102,77 @@ struct row_leaf {
       return str[Rank - 1];
     }
   }
-  CUFUSE_INLINE compute_type eval_in(const row_pos& p) const {
-    if (smem >= 0) {
-      return convert<compute_type>(reinterpret_cast<const value_type*>(p.smem + smem)[p.j]);
+  /// Loads columns [j0, j0 + count) (count <= V; the tail chunk has fewer).
+  CUFUSE_INLINE void load(int j0, int count, const unsigned char* staged) {
+    using Regs = lane_regs<value_type, V>;
+    using Staged = lane_regs<staged_type, V>;
+    const index_t s = last();
+    if (s == 0) { // one value for the whole row (a column vector, a rank-0 tensor)
+      const compute_type x = convert<compute_type>(ptr[0]);
+      CUFUSE_UNROLL
+      for (int u = 0; u < V; ++u) {
+        reg[u] = x;
+      }
+      return;
     }
-    return convert<compute_type>(ptr[p.j * last()]);
+    if (smem >= 0) {
+      const staged_type* row = reinterpret_cast<const staged_type*>(staged + smem) + j0;
+      if (count == V) {
+        const Staged r = *reinterpret_cast<const Staged*>(row);
+        CUFUSE_UNROLL
+        for (int u = 0; u < V; ++u) {
+          reg[u] = convert<compute_type>(r.v[u]);
+        }
+      } else {
+        CUFUSE_UNROLL
+        for (int u = 0; u < V; ++u) {
+          reg[u] = u < count ? convert<compute_type>(row[u]) : compute_type(0);
+        }
+      }
+      return;
+    }
+    const value_type* from = vec ? ptr + j0 : ptr + j0 * s;
+    if (count == V && vec) {
+      Regs r;
+      const auto* w = reinterpret_cast<const typename Regs::word_t*>(from);
+      auto* to = reinterpret_cast<typename Regs::word_t*>(r.v);
+      CUFUSE_UNROLL
+      for (int c = 0; c < Regs::words; ++c) {
+        to[c] = w[c];
+      }
+      CUFUSE_UNROLL
+      for (int u = 0; u < V; ++u) {
+        reg[u] = convert<compute_type>(r.v[u]);
+      }
+      return;
+    }
+    CUFUSE_UNROLL
+    for (int u = 0; u < V; ++u) {
+      // every register is written on every load: none stays live from an earlier chunk
+      reg[u] = u < count ? convert<compute_type>(from[u * s]) : compute_type(0);
+    }
   }
+  CUFUSE_INLINE compute_type eval_in(const row_pos& p) const { return reg[p.u]; }
+};
+
+/// A subtree without leaves whose reductions all run in the row kernel (layer_norm's
+/// `rsqrt(mean(c * c) + eps)`, softmax's `1 / sum(e)`): constant along the row, so it is
+/// evaluated once per row, after its reductions, instead of at every column.
+template <class Sub>
+struct row_const {
+  using value_type = typename Sub::value_type;
+  using promo_type = typename Sub::promo_type;
+  using space = any_space;
+  using compute_type = typename Sub::compute_type;
+  static constexpr int rank = Sub::rank;
+  static constexpr bool is_cufuse_node = true;
+  static constexpr int min_element_size = 16;
+  static constexpr int leaf_count = 0;
+
+  Sub sub;
+  compute_type value{};
+
+  CUFUSE_INLINE compute_type eval_in(const row_pos&) const { return value; }
 };
 
 /// A reduction in the row kernel: each thread holds its value for the current row.
@@ -128,8 +210,12 @@ template <class Red, class Arg, class In, int Slot>
 inline constexpr bool is_row_reduce_v<row_reduce<Red, Arg, In, Slot>> = true;
 template <class N>
 inline constexpr bool is_row_leaf_v = false;
-template <class T, int Rank>
-inline constexpr bool is_row_leaf_v<row_leaf<T, Rank>> = true;
+template <class T, int Rank, int V>
+inline constexpr bool is_row_leaf_v<row_leaf<T, Rank, V>> = true;
+template <class N>
+inline constexpr bool is_row_const_v = false;
+template <class Sub>
+inline constexpr bool is_row_const_v<row_const<Sub>> = true;
 
 // ---- counting and checking the user's tree ---------------------------------------------------
 
@@ -143,6 +229,20 @@ constexpr int all_leaves() {
   } else if constexpr (map_arity<N>::value > 0) {
     return []<class Op, class... Args>(map_node<Op, Args...>*) {
       return (0 + ... + all_leaves<Args>());
+    }(static_cast<N*>(nullptr));
+  } else {
+    return 0;
+  }
+}
+
+/// Leaves of N outside its reductions: what N reads at each column.
+template <class N>
+constexpr int free_leaves() {
+  if constexpr (is_leaf_node_v<N>) {
+    return 1;
+  } else if constexpr (map_arity<N>::value > 0) {
+    return []<class Op, class... Args>(map_node<Op, Args...>*) {
+      return (0 + ... + free_leaves<Args>());
     }(static_cast<N*>(nullptr));
   } else {
     return 0;
@@ -198,10 +298,11 @@ struct row_layout {
 template <class N>
 inline constexpr char type_tag = 0;
 
-template <int FirstLeaf, int FirstSlot, int R, int L, class N>
+template <int V, int FirstLeaf, int FirstSlot, int R, int L, class N>
 auto bind_rows(const N& n, const row_layout<R, L>& lay);
 
-template <int FirstLeaf, int FirstSlot, int R, int L, class Op, class... Args, std::size_t... Is>
+template <int V, int FirstLeaf, int FirstSlot, int R, int L, class Op, class... Args,
+          std::size_t... Is>
 auto bind_rows_map(const map_node<Op, Args...>& m, const row_layout<R, L>& lay,
                    std::index_sequence<Is...>) {
   constexpr int leaves[] = {all_leaves<Args>()...};
@@ -212,28 +313,34 @@ auto bind_rows_map(const map_node<Op, Args...>& m, const row_layout<R, L>& lay,
     }
     return base;
   };
-  return map_node<Op, decltype(bind_rows<first(leaves, Is, FirstLeaf), first(slots, Is, FirstSlot)>(
-                          get<Is>(m.args), lay))...>{
-      m.op, make_pack(bind_rows<first(leaves, Is, FirstLeaf), first(slots, Is, FirstSlot)>(
+  return map_node<Op, decltype(bind_rows<V, first(leaves, Is, FirstLeaf),
+                                         first(slots, Is, FirstSlot)>(get<Is>(m.args), lay))...>{
+      m.op, make_pack(bind_rows<V, first(leaves, Is, FirstLeaf), first(slots, Is, FirstSlot)>(
                 get<Is>(m.args), lay)...)};
 }
 
 /// The tree the row kernel evaluates: leaves numbered from FirstLeaf in tree order (those
-/// inside reductions included), reductions numbered from FirstSlot in post-order.
-template <int FirstLeaf, int FirstSlot, int R, int L, class N>
+/// inside reductions included), reductions numbered from FirstSlot in post-order; subtrees
+/// without leaves that hold reductions become row constants.
+template <int V, int FirstLeaf, int FirstSlot, int R, int L, class N>
 auto bind_rows(const N& n, const row_layout<R, L>& lay) {
   if constexpr (is_leaf_node_v<N>) {
     using T = std::remove_pointer_t<decltype(n.ptr)>;
-    return row_leaf<T, N::rank>{n.ptr, n.str, lay.smem[FirstLeaf], lay.stage[FirstLeaf],
-                                lay.vec[FirstLeaf]};
+    return row_leaf<T, N::rank, V>{n.ptr, n.str, lay.smem[FirstLeaf], lay.stage[FirstLeaf],
+                                   lay.vec[FirstLeaf]};
   } else if constexpr (is_reduce_node_v<N>) {
-    auto arg = bind_rows<FirstLeaf, FirstSlot>(n.arg, lay);
+    auto arg = bind_rows<V, FirstLeaf, FirstSlot>(n.arg, lay);
     constexpr int slot = FirstSlot + reduction_count<typename N::arg_type>();
     return row_reduce<typename N::reducer_type, decltype(arg), typename N::input_type, slot>{
         n.red, arg, lay.from[slot]};
   } else if constexpr (map_arity<N>::value > 0) {
-    return bind_rows_map<FirstLeaf, FirstSlot>(n, lay,
-                                               std::make_index_sequence<map_arity<N>::value>{});
+    auto m = bind_rows_map<V, FirstLeaf, FirstSlot>(
+        n, lay, std::make_index_sequence<map_arity<N>::value>{});
+    if constexpr (free_leaves<N>() == 0 && reduction_count<N>() > 0) {
+      return row_const<decltype(m)>{m};
+    } else {
+      return m;
+    }
   } else {
     return n;
   }
@@ -241,8 +348,8 @@ auto bind_rows(const N& n, const row_layout<R, L>& lay) {
 
 // ---- walking the bound tree in the kernel ------------------------------------------------------
 
-/// Calls f(leaf) for each row_leaf, and f(reduction) for each row_reduce after its argument's
-/// (post-order), through maps.
+/// Calls f(leaf) for each row_leaf, and f(node) for each row_reduce and row_const after its
+/// subtree (post-order), through maps.
 #pragma nv_exec_check_disable
 template <class N, class F>
 CUFUSE_HOST_DEVICE void for_each_row_node(N& n, F& f) {
@@ -251,9 +358,25 @@ CUFUSE_HOST_DEVICE void for_each_row_node(N& n, F& f) {
   } else if constexpr (is_row_reduce_v<N>) {
     for_each_row_node(n.arg, f);
     f(n);
+  } else if constexpr (is_row_const_v<N>) {
+    for_each_row_node(n.sub, f);
+    f(n);
   } else if constexpr (map_arity<N>::value > 0) {
     [&]<std::size_t... Is>(std::index_sequence<Is...>) {
       (for_each_row_node(get<Is>(n.args), f), ...);
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  }
+}
+
+/// Loads columns [j0, j0 + count) of the leaves that N reads at each column: not those inside
+/// reductions or row constants (their values are held for the row).
+template <class N>
+CUFUSE_DEVICE void load_chunk(N& n, int j0, int count, const unsigned char* staged) {
+  if constexpr (is_row_leaf_v<N>) {
+    n.load(j0, count, staged);
+  } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
+    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      (load_chunk(get<Is>(n.args), j0, count, staged), ...);
     }(std::make_index_sequence<map_arity<N>::value>{});
   }
 }
@@ -333,6 +456,8 @@ constexpr int max_state_bytes() {
     constexpr int own = int(sizeof(typename N::state_type));
     constexpr int inner = max_state_bytes<typename N::arg_type>();
     return own > inner ? own : inner;
+  } else if constexpr (is_row_const_v<N>) {
+    return max_state_bytes<decltype(N::sub)>();
   } else if constexpr (map_arity<N>::value > 0) {
     return []<class Op, class... Args>(map_node<Op, Args...>*) {
       int m = 0;
@@ -353,26 +478,83 @@ constexpr int max_state_bytes_of(const pack<Ts...>*) {
 template <class Trees>
 inline constexpr int rows_state_bytes = max_state_bytes_of(static_cast<const Trees*>(nullptr));
 
-/// Copies chunk [j0, j0 + V) of a leaf's row into its staged row (the tail chunk: `count`
-/// elements), in one access of V elements when the leaf's rows are aligned.
-template <int V, class X>
-CUFUSE_DEVICE void stage_chunk(const X& node, unsigned char* staged, index_t j0, int count) {
+#ifndef CUFUSE_ROWS_MIN_BLOCKS
+/// The row kernel's second __launch_bounds__ argument: 2 blocks of 512 threads caps it at 64
+/// registers. Measured on the H100 at [32768, 4096] with leaf chunks in registers (fp32 /
+/// bf16 softmax, of copy): 1 (up to 128 registers) 0.89 / 0.68, 2 (64) 0.95 / 0.72, 3 (40,
+/// spilling in layer_norm) 0.87 / 0.72; more resident rows beat more registers per thread.
+#define CUFUSE_ROWS_MIN_BLOCKS 2
+#endif
+
+/// Stores V elements as whole words of up to 16 bytes, one store instruction each (copying
+/// the words through a pointer cast let the compiler split a 16-byte store of bf16 values
+/// into four 4-byte stores).
+template <class T, int V>
+CUFUSE_DEVICE void store_words(T* to, const lane_regs<T, V>& r) {
+  using Regs = lane_regs<T, V>;
+  using W = typename Regs::word_t;
+  auto* dst = reinterpret_cast<W*>(to);
+  CUFUSE_UNROLL
+  for (int c = 0; c < Regs::words; ++c) {
+    W w;
+    std::memcpy(&w, reinterpret_cast<const unsigned char*>(r.v) + c * sizeof(W), sizeof(W));
+    __stwb(dst + c, w);
+  }
+}
+
+/// Copies a leaf's row into its staged row (as staged_t): chunks of V columns, up to B chunks'
+/// loads in flight per thread before their stores (a thread keeps the same chunks in every pass).
+template <int V, int B, class X>
+CUFUSE_DEVICE void stage_row(const X& node, unsigned char* staged, int full, int rest, int tid,
+                             int threads) {
   using T = typename X::value_type;
-  auto* dst = reinterpret_cast<T*>(staged + node.smem) + j0;
-  if (node.vec && count == V) {
-    using Regs = lane_regs<T, V>;
-    const auto* from = reinterpret_cast<const typename Regs::word_t*>(node.ptr + j0);
-    auto* to = reinterpret_cast<typename Regs::word_t*>(dst);
-    CUFUSE_UNROLL
-    for (int c = 0; c < Regs::words; ++c) {
-      to[c] = from[c];
+  using C = typename X::staged_type;
+  using Regs = lane_regs<T, V>;
+  using W = typename Regs::word_t;
+  C* row = reinterpret_cast<C*>(staged + node.smem);
+  if (node.vec) {
+    for (int ch0 = tid; ch0 < full; ch0 += B * threads) {
+      Regs r[B];
+      CUFUSE_UNROLL
+      for (int b = 0; b < B; ++b) {
+        const int ch = ch0 + b * threads;
+        if (ch < full) {
+          const auto* from = reinterpret_cast<const W*>(node.ptr + ch * V);
+          auto* to = reinterpret_cast<W*>(r[b].v);
+          CUFUSE_UNROLL
+          for (int c = 0; c < Regs::words; ++c) {
+            to[c] = from[c];
+          }
+        }
+      }
+      CUFUSE_UNROLL
+      for (int b = 0; b < B; ++b) {
+        const int ch = ch0 + b * threads;
+        if (ch < full) {
+          lane_regs<C, V> c;
+          CUFUSE_UNROLL
+          for (int u = 0; u < V; ++u) {
+            c.v[u] = convert<C>(r[b].v[u]);
+          }
+          *reinterpret_cast<lane_regs<C, V>*>(row + ch * V) = c;
+        }
+      }
     }
   } else {
     const index_t s = node.last();
+    for (int ch = tid; ch < full; ch += threads) {
+      CUFUSE_UNROLL
+      for (int u = 0; u < V; ++u) {
+        row[ch * V + u] = convert<C>(node.ptr[(ch * V + u) * s]);
+      }
+    }
+  }
+  if (rest > 0 && tid == int(full % threads)) {
+    const index_t s = node.last();
     CUFUSE_UNROLL
     for (int u = 0; u < V; ++u) {
-      if (u < count) {
-        dst[u] = node.ptr[(j0 + u) * s];
+      if (u < rest) {
+        row[full * V + u] = convert<C>(node.ptr[(full * V + u) * s]);
       }
     }
   }
@@ -390,15 +572,14 @@ CUFUSE_DEVICE void stage_chunk(const X& node, unsigned char* staged, index_t j0,
 /// consecutive reductions: a thread can only overwrite a buffer after a barrier that every
 /// thread reaches once it has read that buffer.
 template <int R, int V, std::size_t K, class Trees, class Outs>
-__global__ void __launch_bounds__(rows_max_threads)
+__global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
     rows_kernel(Outs outs, Trees trees, row_walk<R> w) {
   extern __shared__ __align__(16) unsigned char staged[];
   constexpr int state_bytes = rows_state_bytes<Trees>;
   __shared__ __align__(16) unsigned char partials[2][32 * state_bytes];
-  const index_t n = w.n;
-  const index_t full = n / V;         // chunks of V columns
-  const int rest = int(n - full * V); // columns in the tail chunk
-  const index_t chunks = full + (rest > 0);
+  const index_t n = w.n;              // at most INT_MAX (checked on the host): 32-bit columns
+  const int full = int(n / V);        // chunks of V columns
+  const int rest = int(n) - full * V; // columns in the tail chunk
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
   const int warp = tid / 32, warps = threads / 32;
   int flip = 0;
@@ -419,30 +600,33 @@ __global__ void __launch_bounds__(rows_max_threads)
       using X = std::remove_cvref_t<decltype(node)>;
       if constexpr (is_row_leaf_v<X>) {
         if (node.stage) {
-          for (index_t ch = tid; ch < chunks; ch += threads) {
-            stage_chunk<V>(node, staged, ch * V, ch < full ? V : rest);
-          }
+          stage_row<V, 4>(node, staged, full, rest, tid, threads);
         }
       }
     };
     for_index_device<K>([&](auto k) { for_each_row_node(get<decltype(k)::value>(t), stage); });
-    // 2. the reductions, inner ones first
+    // 2. the reductions, inner ones first; row constants once their reductions are known
     auto reduce = [&](auto& node) {
       using X = std::remove_cvref_t<decltype(node)>;
-      if constexpr (is_row_reduce_v<X>) {
+      if constexpr (is_row_const_v<X>) {
+        node.value = node.sub.eval_in(row_pos{0});
+      } else if constexpr (is_row_reduce_v<X>) {
         if (node.from != X::slot) {
           return; // an identical reduction computed it already
         }
         using In = typename X::input_type;
         using S = typename X::state_type;
-        using A = decltype(node.arg.eval_in(row_pos{0, staged}));
+        using A = decltype(node.arg.eval_in(row_pos{0}));
         S s = node.red.template init<In>();
-        for (index_t ch = tid; ch < full; ch += threads) {
-          const index_t j0 = ch * V;
+        auto arg = node.arg; // this thread's chunk registers
+#pragma unroll 1
+        for (int ch = tid; ch < full; ch += threads) {
+          const int j0 = ch * V;
+          load_chunk(arg, j0, V, staged);
           A x[V];
           CUFUSE_UNROLL
           for (int u = 0; u < V; ++u) {
-            x[u] = node.arg.eval_in(row_pos{j0 + u, staged});
+            x[u] = arg.eval_in(row_pos{u});
           }
           CUFUSE_UNROLL
           for (int u = 0; u < V; ++u) {
@@ -450,9 +634,12 @@ __global__ void __launch_bounds__(rows_max_threads)
           }
         }
         if (rest > 0 && tid == int(full % threads)) {
-          for (int u = 0; u < rest; ++u) {
-            node.red.template add<In>(s, node.arg.eval_in(row_pos{full * V + u, staged}),
-                                      full * V + u);
+          load_chunk(arg, full * V, rest, staged);
+          CUFUSE_UNROLL
+          for (int u = 0; u < V; ++u) {
+            if (u < rest) {
+              node.red.template add<In>(s, arg.eval_in(row_pos{u}), full * V + u);
+            }
           }
         }
         s = warp_fold<In>(node.red, s);
@@ -491,29 +678,26 @@ __global__ void __launch_bounds__(rows_max_threads)
         off += c.c[d] * o.str[d];
       }
       T* dst = o.ptr + off;
-      const auto& tree = get<decltype(k)::value>(t);
+      auto& tree = get<decltype(k)::value>(t);
       if (o.per_row) {
         if (tid == 0) {
-          dst[0] = convert<T>(tree.eval_in(row_pos{0, staged}));
+          load_chunk(tree, 0, 1, staged);
+          dst[0] = convert<T>(tree.eval_in(row_pos{0}));
         }
         return;
       }
       const index_t os = o.str[R - 1];
-      for (index_t ch = tid; ch < full; ch += threads) {
-        const index_t j0 = ch * V;
+#pragma unroll 1
+      for (int ch = tid; ch < full; ch += threads) {
+        const int j0 = ch * V;
+        load_chunk(tree, j0, V, staged);
         lane_regs<T, V> r;
         CUFUSE_UNROLL
         for (int u = 0; u < V; ++u) {
-          r.v[u] = convert<T>(tree.eval_in(row_pos{j0 + u, staged}));
+          r.v[u] = convert<T>(tree.eval_in(row_pos{u}));
         }
         if (o.vec) {
-          using Regs = lane_regs<T, V>;
-          auto* to = reinterpret_cast<typename Regs::word_t*>(dst + j0);
-          const auto* from = reinterpret_cast<const typename Regs::word_t*>(r.v);
-          CUFUSE_UNROLL
-          for (int w2 = 0; w2 < Regs::words; ++w2) {
-            to[w2] = from[w2];
-          }
+          store_words(dst + j0, r);
         } else {
           CUFUSE_UNROLL
           for (int u = 0; u < V; ++u) {
@@ -522,8 +706,12 @@ __global__ void __launch_bounds__(rows_max_threads)
         }
       }
       if (rest > 0 && tid == int(full % threads)) {
-        for (int u = 0; u < rest; ++u) {
-          dst[(full * V + u) * os] = convert<T>(tree.eval_in(row_pos{full * V + u, staged}));
+        load_chunk(tree, full * V, rest, staged);
+        CUFUSE_UNROLL
+        for (int u = 0; u < V; ++u) {
+          if (u < rest) {
+            dst[(full * V + u) * os] = convert<T>(tree.eval_in(row_pos{u}));
+          }
         }
       }
     });
@@ -586,10 +774,14 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
     return false;
   }
   const index_t n = shape[R - 1];
+  if (n > index_t(std::numeric_limits<int>::max() - 64)) {
+    return false; // columns are 32-bit in the row kernel
+  }
   // Leaves in tree order (inside reductions too); rows read twice or more are staged once.
   struct info {
     const void* ptr;
     int elem;
+    int staged_elem; // bytes of what its staged row holds
     strides<R> str;
   };
   std::array<info, (L > 0 ? L : 1)> leaves{};
@@ -600,6 +792,7 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
       info& i = leaves[next++];
       i.ptr = node.ptr;
       i.elem = int(sizeof(typename N::value_type));
+      i.staged_elem = int(sizeof(staged_t<typename N::value_type>));
       for (int k = 0; k < R; ++k) {
         const int s = k - (R - N::rank);
         i.str[k] = s >= 0 ? node.str[s] : 0;
@@ -673,7 +866,7 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
       lay.smem[l] = lay.smem[first];
       continue;
     }
-    const index_t need = (n * leaves[l].elem + 15) / 16 * 16;
+    const index_t need = (n * leaves[l].staged_elem + 15) / 16 * 16;
     if (bytes + need <= budget) {
       lay.smem[l] = bytes;
       lay.stage[l] = true;
@@ -705,7 +898,7 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
       [&](auto k) { visit_tree(get<std::remove_cvref_t<decltype(k)>::value>(exprs), dedupe); });
   const auto trees = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
     return make_pack(
-        bind_rows<leaves_before<Es...>(Ks), slots_before<Es...>(Ks)>(get<Ks>(exprs), lay)...);
+        bind_rows<V, leaves_before<Es...>(Ks), slots_before<Es...>(Ks)>(get<Ks>(exprs), lay)...);
   }(std::make_index_sequence<K>{});
   const auto outs = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
     return make_pack(row_out<typename Ds::value_type, R>{
