@@ -22,6 +22,8 @@ SECTIONS = [
      "`bash bench/run_gpu.sh gemm` (cufuse-tune --exhaustive, bench/gemm_report.py)"),
     ("GEMM, tuned, against cuBLAS (H100)", "gemm.md", ["gemm.json", "gemm.png"],
      "`bash bench/run_gpu.sh gemm` (cufuse-tune --exhaustive, bench/gemm_report.py)"),
+    ("GEMM at any alignment (H100)", "any_shape_h100.md", ["any_shape_h100.json", "any_shape_h100.log"],
+     "`bash bench/run_gpu.sh anyshape` (bench/any_shape_bench.cu)"),
     ("GEMM held at full load", "gemm_sustained.md",
      ["gemm_sustained_h100.json", "gemm_sustained_h200.json", "gemm_sustained.png"],
      "`bash bench/run_gpu.sh sustained` (bench/gemm_sustained.cu, bench/sustained_report.py)"),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
-#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|epilogue|conv|all]      (from the repository root)
+#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|epilogue|conv|anyshape|all]      (from the repository root)
 # Environment: NO_SANITIZE, NO_BENCH, NO_TORCH skip parts of the reduce mode; CTEST_ARGS.
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
@@ -115,6 +115,32 @@ if [ "$what" = epilogue ]; then
         >"$OUT/logs/mlp_torch.log" 2>&1 || { echo "torch mlp bench failed:"; tail -5 "$OUT/logs/mlp_torch.log"; }
     fi
     python3 bench/mlp_report.py "$OUT/logs/mlp_cufuse.json" "$OUT/logs/mlp_torch.json" "$OUT/mlp"
+  fi
+fi
+
+if [ "$what" = anyshape ]; then
+  # GEMM at any alignment: the GEMM tests (every variant, the any-alignment tensor-core tiles on
+  # odd shapes and offsets), memcheck on them, and the benchmark against cuBLAS.
+  step "build GEMM tests + any-shape benchmark"
+  cmake --build build-gpu -j"$jobs" --target cufuse_gemm_gpu_tests cufuse_gemm_host_tests cufuse_bench_any_shape \
+    >"$OUT/logs/build-anyshape.log" 2>&1 || { tail -30 "$OUT/logs/build-anyshape.log"; exit 1; }
+  step "GEMM tests"
+  build-gpu/test/cufuse_gemm_host_tests "[gemm_layout]" 2>&1 | tail -2 | tee "$OUT/anyshape_tests.log"
+  build-gpu/test/cufuse_gemm_gpu_tests "[gemm]~[large]" 2>&1 | tail -15 | tee -a "$OUT/anyshape_tests.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  if [ -z "${NO_SANITIZE:-}" ]; then
+    step "compute-sanitizer memcheck / racecheck (the any-alignment tiles)"
+    CUFUSE_GEMM_QUICK=1 timeout ${MEMCHECK_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 \
+      --print-limit 20 build-gpu/test/cufuse_gemm_gpu_tests "*any alignment*" >"$OUT/logs/memcheck_anyshape.log" 2>&1
+    rc=$?; echo "memcheck (any alignment) exit $rc"; tail -3 "$OUT/logs/memcheck_anyshape.log"; [ $rc = 0 ] || status=1
+    CUFUSE_GEMM_QUICK=1 timeout ${RACECHECK_TIMEOUT:-200} compute-sanitizer --tool racecheck --error-exitcode 9 \
+      build-gpu/test/cufuse_gemm_gpu_tests "*any alignment*" >"$OUT/logs/racecheck_anyshape.log" 2>&1
+    rc=$?; echo "racecheck (any alignment) exit $rc"; tail -3 "$OUT/logs/racecheck_anyshape.log"; [ $rc = 0 ] || status=1
+  fi
+  if [ -z "${NO_BENCH:-}" ]; then
+    step "any-shape GEMM benchmark (cuBLAS in the same run)"
+    build-gpu/bench/cufuse_bench_any_shape --out "$OUT/any_shape.json" | tee "$OUT/any_shape.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
   fi
 fi
 

@@ -157,7 +157,16 @@ void run_impl(const problem& p, cudaStream_t stream, const gemm_options& options
         prior_at = valid[i] == prior ? int(i) : prior_at;
       }
       std::vector<int> arms;
+      // The any-alignment tensor-core tiles are the cp.async tiles with costlier loads: where
+      // aligned tensor-core variants can run, they are not explored (unless one is the prior).
+      const bool aligned_tc = std::any_of(valid.begin(), valid.end(), [](int vi) {
+        return registry()[vi].fam != family::simt && registry()[vi].align > 1;
+      });
       for (int i : tune::exploration_order(predicted, prior_at)) {
+        const variant& v = registry()[valid[std::size_t(i)]];
+        if (aligned_tc && v.fam == family::mma && v.align == 1 && valid[std::size_t(i)] != prior) {
+          continue;
+        }
         arms.push_back(valid[std::size_t(i)]);
       }
       start_exploring(*ks, std::move(arms));

@@ -10,6 +10,7 @@ namespace cufuse::gemm_detail {
 std::vector<variant> simt_set();
 std::vector<variant> f16_set();
 std::vector<variant> bf16_set();
+std::vector<variant> any_align_set();
 std::vector<variant> tf32_set();
 /// sm_90a variants (wgmma + TMA, and TF32 mma.sync + TMA); empty when the library was built
 /// without sm_90a.

@@ -47,7 +47,7 @@ variant make_variant() {
     v.fam = family::mma;
     v.tf32 = Cfg::tf32;
     v.min_arch = Cfg::tma ? 90 : 80;
-    v.align = Cfg::chunk;
+    v.align = Cfg::elem ? 1 : Cfg::chunk;
     v.tma = Cfg::tma;
     if constexpr (Cfg::tma) {
       v.layouts = (1 << 0) | (1 << 1) | (1 << 3); // NN, NT, TT: B K-major (kernel_of)

@@ -164,9 +164,9 @@ TEST_CASE("gemm: unaligned pointers and leading dimensions pick variants that ac
       o.variant = v;
       check_gemm<float, float>(d, l, {1.5f, 0.5f}, data_kind::integers, o, rng);
     }
-    for (const auto& v : h) {
+    for (const auto& v : h) { // SIMT and the tensor-core tiles that load through registers
       INFO(v);
-      CHECK(v.find("_mma_") == std::string::npos);
+      CHECK(v.find("_v1") != std::string::npos);
     }
     // The tuner's own choice (heuristic or database) too.
     check_gemm<float, float>(d, l, {1.0f, 0.0f}, data_kind::reals, {}, rng);
@@ -180,6 +180,54 @@ TEST_CASE("gemm: unaligned pointers and leading dimensions pick variants that ac
     };
     CHECK_THROWS_WITH(run_bad(),
                       Catch::Contains("cannot run this problem") && Catch::Contains("aligned"));
+  }
+}
+
+/// The any-alignment tensor-core tiles (`_mma_..._v1`) of type T on one problem: every one of
+/// them, every layout, and the library's own choice, which must be one of them (the SIMT
+/// any-alignment tiles are the last resort).
+template <class T, class TC>
+void any_align_mma(const dims& d, int offset, int pad, std::mt19937& rng) {
+  int tried = 0;
+  for (int tr = 0; tr < 4; ++tr) {
+    const layout l{(tr & 2) != 0, (tr & 1) != 0, offset, tr % 2 == 0, pad};
+    for (const std::string& v : variants_for<T, TC>(d, l, {})) {
+      if (v.find("_mma_") == std::string::npos) {
+        continue;
+      }
+      INFO(v);
+      CHECK(v.find("_v1") != std::string::npos);
+      cufuse::gemm_options o;
+      o.variant = v;
+      check_gemm<T, TC>(d, l, scalings[(tr + offset) % 4], data_kind::reals, o, rng);
+      ++tried;
+    }
+    check_gemm<T, TC>(d, l, {1.0f, 0.0f}, data_kind::reals, {}, rng);
+    if (d.m >= 64 && d.n >= 64 && d.k >= 64) {
+      const std::string chosen = chosen_for<T, TC>(d, l);
+      INFO("the default choice: " << chosen);
+      CHECK(chosen.find("_mma_") != std::string::npos);
+    }
+  }
+  CHECK(tried >= 12); // three tiles, four layouts
+}
+
+TEST_CASE("gemm: fp16 / bf16 tensor cores at any alignment (offsets of 2, 4, 8 bytes, leading "
+          "dimensions padded by 1, 2, 3)",
+          "[gemm][variants]") {
+  std::mt19937 rng(Catch::rngSeed() + 23);
+  const std::vector<dims> shapes =
+      quick_level() >= 1
+          ? std::vector<dims>{{129, 65, 127}}
+          : std::vector<dims>{{1, 1, 1},     {7, 7, 7},      {129, 65, 127},  {1000, 7, 129},
+                              {7, 1000, 64}, {65, 70, 1101}, {257, 300, 255}, {200, 130, 33}};
+  const int offsets[] = {1, 2, 4, 1}, pads[] = {1, 2, 3, 3};
+  for (std::size_t si = 0; si < shapes.size(); ++si) {
+    const int c = int(si % 4);
+    any_align_mma<__half, __half>(shapes[si], offsets[c], pads[c], rng);
+    any_align_mma<__nv_bfloat16, float>(shapes[si], offsets[(c + 1) % 4], pads[(c + 1) % 4], rng);
+    any_align_mma<__nv_bfloat16, __nv_bfloat16>(shapes[si], offsets[(c + 2) % 4], pads[(c + 2) % 4],
+                                                rng);
   }
 }
 

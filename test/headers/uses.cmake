@@ -230,6 +230,10 @@ set(use_gemm/epilogue/wgmma_store.cuh [=[
   static_assert(sizeof(cufuse::gemm_detail::wgmma_tma_store<cfg, false, false,
                        cufuse::gemm_detail::linear_combination>) > 0);
 ]=])
+set(use_gemm/kernel/mma_elem.cuh [=[
+  static_assert(cufuse::gemm_detail::elem_loads<
+                cufuse::gemm_detail::mma_config<__half, 64, 64, 32, 2, 2, 4, 1, false, true>>());
+]=])
 set(use_gemm/kernel/mma_tma.cuh [=[
   static_assert(cufuse::gemm_detail::mma_config<float, 128, 128, 32, 2, 2, 3, 1, true>::tma);
 ]=])

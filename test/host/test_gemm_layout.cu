@@ -319,8 +319,10 @@ TEST_CASE("gemm: mma.sync shared-memory addressing matches the fragment layouts"
   configs += check_list(mma_bf16_variants{}, bad);
   configs += check_list(mma_tf32_variants{}, bad);
   configs += check_list(mma_tma_tf32_variants{}, bad);
+  configs += check_list(mma16_any_align_variants<__half>{}, bad);
+  configs += check_list(mma16_any_align_variants<__nv_bfloat16>{}, bad);
   INFO(bad.size() << " mismatches; first: " << (bad.empty() ? "" : bad.front()));
-  CHECK(configs == 27); // 8 FP16, 8 BF16, 7 TF32, 4 TF32 with TMA loads
+  CHECK(configs == 33); // 8 FP16, 8 BF16, 7 TF32, 4 TF32 with TMA loads, 3 + 3 any alignment
   CHECK(bad.empty());
 }
 

@@ -23,11 +23,14 @@ struct dims {
 };
 struct layout {
   bool ta, tb;
-  int unaligned; // 1: odd leading dimensions and pointers one element past an aligned address
+  /// > 0: A and B start this many elements past an aligned address, and their leading
+  /// dimensions are odd (or cols + ld_pad when ld_pad > 0)
+  int unaligned;
   /// C's leading dimension and batch stride multiples of 8 elements (16 bytes for 16-bit C):
   /// with rows of whole 16-byte units (n a multiple of 8, or of 4 for fp32 C) the wgmma kernels
   /// then store C through TMA (and load it so when beta != 0). Else ldc = n + 3 (odd strides).
   bool aligned_c = false;
+  int ld_pad = 0;
 };
 struct scaling {
   float alpha, beta;
@@ -84,8 +87,12 @@ struct operand_shape {
 };
 /// Aligned layouts pad the leading dimension to a multiple of 8 elements (so every variant can
 /// run odd shapes); unaligned ones use an odd leading dimension and odd batch strides.
-inline operand_shape shape_of(long long rows, long long cols, int unaligned, int batch) {
-  long long ld = unaligned ? (cols % 2 == 0 ? cols + 1 : cols + 2) : (cols + 7) / 8 * 8;
+inline operand_shape shape_of(long long rows, long long cols, int unaligned, int batch,
+                              int ld_pad = 0) {
+  long long ld = unaligned ? (ld_pad > 0      ? cols + ld_pad
+                              : cols % 2 == 0 ? cols + 1
+                                              : cols + 2)
+                           : (cols + 7) / 8 * 8;
   ld = ld < 1 ? 1 : ld;
   return {rows, cols, ld, batch > 1 ? rows * ld + (unaligned ? 1 : 0) : 0};
 }
@@ -94,8 +101,8 @@ inline operand_shape shape_of(long long rows, long long cols, int unaligned, int
 template <class T, class TC>
 std::vector<std::string> variants_for(const dims& d, const layout& l,
                                       const cufuse::gemm_options& opt) {
-  const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, 1);
-  const auto sb = shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.unaligned, 1);
+  const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, 1, l.ld_pad);
+  const auto sb = shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.unaligned, 1, l.ld_pad);
   // 256-byte aligned stand-in addresses (never dereferenced) with the same offsets as the test.
   const std::uintptr_t base = std::uintptr_t(1) << 20;
   const T* pa = reinterpret_cast<const T*>(base) + l.unaligned;
@@ -105,6 +112,23 @@ std::vector<std::string> variants_for(const dims& d, const layout& l,
   cufuse::matrix_ref<const T> b{pb, sb.rows, sb.cols, sb.ld, l.tb, 1, 0};
   cufuse::matrix_ref<TC> c{pc, d.m, d.n, d.n + 3, false, 1, 0};
   return cufuse::gemm_variants(a, b, c, opt);
+}
+
+/// The variant the library settled on for this problem and layout after a check_gemm call
+/// with default options and beta = 0 (the same key: shapes, transposes and alignment classes).
+template <class T, class TC>
+std::string chosen_for(const dims& d, const layout& l) {
+  const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, 1, l.ld_pad);
+  const auto sb = shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.unaligned, 1, l.ld_pad);
+  const std::uintptr_t base = std::uintptr_t(1) << 20;
+  const T* pa = reinterpret_cast<const T*>(base) + l.unaligned;
+  const T* pb = reinterpret_cast<const T*>(base) + l.unaligned;
+  TC* pc = reinterpret_cast<TC*>(base);
+  const long long ldc = l.aligned_c ? (d.n + 7) / 8 * 8 + 8 : d.n + 3;
+  cufuse::matrix_ref<const T> a{pa, sa.rows, sa.cols, sa.ld, l.ta, 1, 0};
+  cufuse::matrix_ref<const T> b{pb, sb.rows, sb.cols, sb.ld, l.tb, 1, 0};
+  cufuse::matrix_ref<TC> c{pc, d.m, d.n, ldc, false, 1, 0};
+  return cufuse::gemm_chosen_variant(a, b, c).value_or("(none)");
 }
 
 template <class T>
@@ -126,12 +150,12 @@ void check_gemm(const dims& d, const layout& l, const scaling& sc, data_kind kin
                 const cufuse::gemm_options& opt, std::mt19937& rng, int batch = 1,
                 bool sampled = false) {
   INFO("m " << d.m << " n " << d.n << " k " << d.k << " op " << (l.ta ? 'T' : 'N')
-            << (l.tb ? 'T' : 'N') << " unaligned " << l.unaligned << " aligned C " << l.aligned_c
-            << " alpha " << sc.alpha << " beta " << sc.beta << " batch " << batch << " variant '"
-            << opt.variant << "'"
+            << (l.tb ? 'T' : 'N') << " unaligned " << l.unaligned << " ld pad " << l.ld_pad
+            << " aligned C " << l.aligned_c << " alpha " << sc.alpha << " beta " << sc.beta
+            << " batch " << batch << " variant '" << opt.variant << "'"
             << " math " << int(opt.math));
-  const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, batch);
-  const auto sb = shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.unaligned, batch);
+  const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, batch, l.ld_pad);
+  const auto sb = shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.unaligned, batch, l.ld_pad);
   // Padding columns that must stay untouched: three, or 8 to 15 with an aligned C.
   const long long ldc = l.aligned_c ? (d.n + 7) / 8 * 8 + 8 : d.n + 3;
   const long long stride_c = batch > 1 ? d.m * ldc + (l.aligned_c ? 8 : 5) : 0;

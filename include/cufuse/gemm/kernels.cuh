@@ -17,4 +17,5 @@
 #pragma once
 
 #include "kernel/mma.cuh"
+#include "kernel/mma_elem.cuh"
 #include "kernel/simt.cuh"

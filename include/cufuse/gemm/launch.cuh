@@ -83,7 +83,7 @@ std::string variant_name() {
     s = std::string(Cfg::tma ? "sm90a_" : "sm80_") +
         (Cfg::tf32 ? "tf32" : dtype_name(dtype_of<T>())) + "_mma_" + tile + "_w" +
         std::to_string(Cfg::WM) + "x" + std::to_string(Cfg::WN) + "_s" +
-        std::to_string(Cfg::stages) + (Cfg::tma ? "_tma" : "");
+        std::to_string(Cfg::stages) + (Cfg::tma ? "_tma" : "") + (Cfg::elem ? "_v1" : "");
   }
   if (Cfg::splits > 1) {
     s += "_split" + std::to_string(Cfg::splits);
@@ -122,6 +122,8 @@ constexpr auto kernel_of() {
     }
   } else if constexpr (tma_loads<Cfg>()) {
     return &mma_tma_gemm_kernel < Cfg, swap || (TA && TB), Epi, swap > ;
+  } else if constexpr (elem_loads<Cfg>()) {
+    return &mma_elem_gemm_kernel<Cfg, TA, TB, Epi>;
   } else {
     return &mma_gemm_kernel < Cfg, TA || swap, TB || swap, Epi, swap > ;
   }

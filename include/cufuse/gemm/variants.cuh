@@ -36,14 +36,16 @@ using simt =
     simt_config<T, S.bm, S.bn, S.bk, S.rm, S.rn, S.vec, S.splits, S.stages, S.krows_a, S.krows_b>;
 
 /// mma.sync: block tile bm x bn x bk, wm x wn warps, a `stages`-deep pipeline; `tma`: the
-/// stages are filled by TMA (TF32, sm_90a) instead of cp.async.
+/// stages are filled by TMA (TF32, sm_90a) instead of cp.async; `any_align`: through registers,
+/// for fp16 / bf16 operands of any alignment.
 struct mma_tile {
   int bm, bn, bk, wm, wn, stages;
   int splits = 1;
   bool tma = false;
+  bool any_align = false;
 };
 template <class T, mma_tile S>
-using mma = mma_config<T, S.bm, S.bn, S.bk, S.wm, S.wn, S.stages, S.splits, S.tma>;
+using mma = mma_config<T, S.bm, S.bn, S.bk, S.wm, S.wn, S.stages, S.splits, S.tma, S.any_align>;
 
 /// wgmma (sm_90a): block tile bm x bn (bk: one 128-byte row of K), `stages` ring slots,
 /// `min_blocks` blocks per SM, `pingpong`: the consumer warpgroups take whole tiles in turn.
@@ -107,6 +109,19 @@ using mma16_variants = variant_list<
 
 using mma_f16_variants = mma16_variants<__half>;
 using mma_bf16_variants = mma16_variants<__nv_bfloat16>;
+
+/// FP16 / BF16 on mma.sync for operands whose base or leading dimension is not 16-byte aligned
+/// (vocabularies of 50257, K = 4095, padded or offset views): loads of 2, 4 or 8 bytes as each
+/// operand allows, through registers (kernel/mma_elem.cuh). Compiled into
+/// src/gemm/variants_any_align.cu.
+template <class T>
+using mma16_any_align_variants = variant_list<
+    mma<T,
+        mma_tile{.bm = 128, .bn = 128, .bk = 64, .wm = 2, .wn = 4, .stages = 3, .any_align = true}>,
+    mma<T,
+        mma_tile{.bm = 128, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4, .any_align = true}>,
+    mma<T,
+        mma_tile{.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4, .any_align = true}>>;
 
 using mma_tf32_variants = variant_list<
     mma<float, mma_tile{.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 2, .stages = 3}>,

@@ -13,13 +13,16 @@ namespace cufuse::gemm_detail {
 /// `Stages`-deep cp.async pipeline. T: __half, __nv_bfloat16, or float (TF32 math).
 /// `Tma` (TF32 only, sm_90a: kernels_sm90.cuh): the stages are filled by TMA instead of
 /// cp.async, in the 128-byte-swizzled layouts of the wgmma kernels (no padded rows).
+/// `Elem` (fp16 / bf16): the stages are filled through registers, for operands of any
+/// alignment (kernel/mma_elem.cuh).
 template <class T, int BM_, int BN_, int BK_, int WM_, int WN_, int Stages_, int Splits_ = 1,
-          bool Tma_ = false>
+          bool Tma_ = false, bool Elem_ = false>
 struct mma_config {
   using element = T;
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, stages = Stages_;
   static constexpr int splits = Splits_;
   static constexpr bool tma = Tma_;
+  static constexpr bool elem = Elem_;
   /// The warps that compute (and, with cp.async, copy); TMA tiles add a producer warpgroup.
   static constexpr int mma_threads = 32 * WM * WN;
   static constexpr int threads = mma_threads + (tma ? 128 : 0);
