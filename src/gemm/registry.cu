@@ -10,7 +10,8 @@ namespace cufuse::gemm_detail {
 const std::vector<variant>& registry() {
   static const std::vector<variant> all = [] {
     std::vector<variant> v;
-    for (auto part : {simt_set(), f16_set(), bf16_set(), any_align_set(), tf32_set(), wgmma_set()}) {
+    for (auto part :
+         {simt_set(), f16_set(), bf16_set(), any_align_set(), tf32_set(), wgmma_set()}) {
       v.insert(v.end(), part.begin(), part.end());
     }
     return v;
