@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
-#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|epilogue|conv|anyshape|all]      (from the repository root)
+#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|epilogue|conv|anyshape|online|all]      (from the repository root)
 # Environment: NO_SANITIZE, NO_BENCH, NO_TORCH skip parts of the reduce mode; CTEST_ARGS.
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
@@ -142,6 +142,23 @@ if [ "$what" = anyshape ]; then
     build-gpu/bench/cufuse_bench_any_shape --out "$OUT/any_shape.json" | tee "$OUT/any_shape.log"
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
   fi
+fi
+
+if [ "$what" = online ]; then
+  # Online tuning from an empty tuner in four synchronization patterns (one process each), bf16
+  # and fp32 4096^3, against cuBLAS issued the same way (bench/online_bench.cu).
+  step "build online-tuning benchmark"
+  cmake --build build-gpu -j"$jobs" --target cufuse_bench_online >"$OUT/logs/build-online.log" 2>&1 ||
+    { tail -30 "$OUT/logs/build-online.log"; exit 1; }
+  step "online tuning: calls to commit, wall time against cuBLAS"
+  rm -f "$OUT/online.jsonl"
+  for dt in bf16 f32; do
+    for pat in b2b sync1 sync10 burst300; do
+      env -u CUFUSE_TUNE_FILE build-gpu/bench/cufuse_bench_online --pattern $pat --dtype $dt \
+        --calls ${ONLINE_CALLS:-1200} --out "$OUT/online.jsonl" 2>&1 | tee -a "$OUT/online.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    done
+  done
 fi
 
 if [ "$what" = conv ]; then

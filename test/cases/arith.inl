@@ -101,3 +101,13 @@ TEST_CASE("unary minus and abs on every numeric dtype", "[arith]") {
         "abs", [](auto a) { return cufuse::abs(a); }, [](double a) { return std::fabs(a); }, {d});
   });
 }
+
+TEST_CASE("square on floating and 32-bit integer dtypes", "[arith]") {
+  for_types<float, double, __half, bf16, i32>([]<class T>() {
+    // |a| <= 10 for the floating types, <= 40000 for i32: squares fit (no wrap-around)
+    const auto d = std::is_same_v<T, i32> ? std::pair<double, double>{-40000, 40000}
+                                          : add_domain<T>();
+    check_elementwise<space, T>(
+        "square", [](auto a) { return cufuse::square(a); }, [](double a) { return a * a; }, {d});
+  });
+}

@@ -83,6 +83,16 @@ struct negate : numeric {
   }
 };
 
+/// x * x (torch.square): one read of x where `x * x` names it twice.
+struct square : numeric {
+  template <class C, class A>
+  CUFUSE_INLINE opmath_t<C> apply(A a) const {
+    using T = opmath_t<C>;
+    const T x = convert<T>(a);
+    return T(x * x);
+  }
+};
+
 struct abs : numeric {
   template <class C, class A>
   CUFUSE_INLINE opmath_t<C> apply(A a) const {

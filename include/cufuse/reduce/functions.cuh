@@ -76,11 +76,11 @@ auto log_softmax(const X& x, int axis) {
 
 /// (x - mean) / sqrt(var + eps) over the last axis (var without correction, as PyTorch), the
 /// variance computed from the centred values (two passes over the row, on chip in the row
-/// kernel).
+/// kernel). `square(c)` rather than `c * c`: the variance pass reads each element once.
 template <tensor_operand X>
 auto layer_norm(const X& x, float eps = 1e-5f) {
   const auto centred = x - mean(x, -1, keepdim);
-  return centred * rsqrt(mean(centred * centred, -1, keepdim) + eps);
+  return centred * rsqrt(mean(square(centred), -1, keepdim) + eps);
 }
 
 /// layer_norm with a scale w and a shift b of the last axis's extent ([n]).
@@ -92,7 +92,7 @@ auto layer_norm(const X& x, const W& w, const B& b, float eps = 1e-5f) {
 /// x / sqrt(mean(x^2) + eps) * w over the last axis.
 template <tensor_operand X, tensor_operand W>
 auto rms_norm(const X& x, const W& w, float eps = 1e-6f) {
-  return x * rsqrt(mean(x * x, -1, keepdim) + eps) * w;
+  return x * rsqrt(mean(square(x), -1, keepdim) + eps) * w;
 }
 
 /// Evaluates a rank-0 expression (a full reduction: `item(sum(B * C))`) and returns its value on
