@@ -1,10 +1,11 @@
 /// \file Reducers: how a reduction folds values. Each one says, for an input element type T,
 /// its state (the accumulator, trivially copyable: it travels through shuffles, shared memory
 /// and workspaces), its result type (PyTorch's), and four steps: `init`, `add` (one value at a
-/// reduced index), `merge` (two states; associative, so any split of the work gives the same
-/// answer up to rounding) and `finish` (the state and the reduced count -> the result, in the
-/// result's compute type). Accumulation follows PyTorch: half and bf16 in float, integers and
-/// bool in int64; `var`/`std` use shifted sums in double, merged exactly (Chan et al.).
+/// reduced index; every kernel adds a state's values in increasing index order), `merge` (two
+/// states; associative, so any split of the work gives the same answer up to rounding) and
+/// `finish` (the state and the reduced count -> the result, in the result's compute type).
+/// Accumulation follows PyTorch: half and bf16 in float, integers and bool in int64; `var`/`std`
+/// use shifted sums in double, merged exactly (Chan et al.).
 #pragma once
 
 #include "../core/types.cuh"
@@ -280,9 +281,17 @@ struct arg_extremum {
     }
     return take_b ? b : a;
   }
+  /// Every kernel adds a state's elements in increasing index order, so a value replaces the
+  /// state's only when it is strictly better (ties keep the first index) or a NaN meets a
+  /// number (the first NaN wins): merge's rules for a later index, without its index compares.
   template <class T, class X>
   CUFUSE_INLINE void add(state<T>& s, X x, index_t i) const {
-    s = merge<T>(s, state<T>{convert<opmath_t<T>>(x), std::int64_t(i)});
+    const auto v = convert<opmath_t<T>>(x);
+    const bool better = Max ? v > s.v : v < s.v;
+    if (s.i < 0 || better || (is_nan(v) && !is_nan(s.v))) {
+      s.v = v;
+      s.i = std::int64_t(i);
+    }
   }
   template <class T>
   CUFUSE_INLINE std::int64_t finish(state<T> s, index_t) const {
