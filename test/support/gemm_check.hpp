@@ -97,38 +97,38 @@ inline operand_shape shape_of(long long rows, long long cols, int unaligned, int
   return {rows, cols, ld, batch > 1 ? rows * ld + (unaligned ? 1 : 0) : 0};
 }
 
+/// Matrix references of a problem and layout at 256-byte aligned stand-in addresses (never
+/// dereferenced) with the same offsets and leading dimensions as check_gemm's buffers.
+template <class T, class TC>
+struct stand_in {
+  cufuse::matrix_ref<const T> a, b;
+  cufuse::matrix_ref<TC> c;
+
+  stand_in(const dims& d, const layout& l, long long ldc) {
+    const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, 1, l.ld_pad);
+    const auto sb = shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.unaligned, 1, l.ld_pad);
+    const std::uintptr_t base = std::uintptr_t(1) << 20;
+    const T* p = reinterpret_cast<const T*>(base) + l.unaligned;
+    a = {p, sa.rows, sa.cols, sa.ld, l.ta, 1, 0};
+    b = {p, sb.rows, sb.cols, sb.ld, l.tb, 1, 0};
+    c = {reinterpret_cast<TC*>(base), d.m, d.n, ldc, false, 1, 0};
+  }
+};
+
 /// Variants valid for this problem shape and layout (pointers of the right alignment class).
 template <class T, class TC>
 std::vector<std::string> variants_for(const dims& d, const layout& l,
                                       const cufuse::gemm_options& opt) {
-  const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, 1, l.ld_pad);
-  const auto sb = shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.unaligned, 1, l.ld_pad);
-  // 256-byte aligned stand-in addresses (never dereferenced) with the same offsets as the test.
-  const std::uintptr_t base = std::uintptr_t(1) << 20;
-  const T* pa = reinterpret_cast<const T*>(base) + l.unaligned;
-  const T* pb = reinterpret_cast<const T*>(base) + l.unaligned;
-  TC* pc = reinterpret_cast<TC*>(base);
-  cufuse::matrix_ref<const T> a{pa, sa.rows, sa.cols, sa.ld, l.ta, 1, 0};
-  cufuse::matrix_ref<const T> b{pb, sb.rows, sb.cols, sb.ld, l.tb, 1, 0};
-  cufuse::matrix_ref<TC> c{pc, d.m, d.n, d.n + 3, false, 1, 0};
-  return cufuse::gemm_variants(a, b, c, opt);
+  const stand_in<T, TC> s(d, l, d.n + 3);
+  return cufuse::gemm_variants(s.a, s.b, s.c, opt);
 }
 
 /// The variant the library settled on for this problem and layout after a check_gemm call
 /// with default options and beta = 0 (the same key: shapes, transposes and alignment classes).
 template <class T, class TC>
 std::string chosen_for(const dims& d, const layout& l) {
-  const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, 1, l.ld_pad);
-  const auto sb = shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.unaligned, 1, l.ld_pad);
-  const std::uintptr_t base = std::uintptr_t(1) << 20;
-  const T* pa = reinterpret_cast<const T*>(base) + l.unaligned;
-  const T* pb = reinterpret_cast<const T*>(base) + l.unaligned;
-  TC* pc = reinterpret_cast<TC*>(base);
-  const long long ldc = l.aligned_c ? (d.n + 7) / 8 * 8 + 8 : d.n + 3;
-  cufuse::matrix_ref<const T> a{pa, sa.rows, sa.cols, sa.ld, l.ta, 1, 0};
-  cufuse::matrix_ref<const T> b{pb, sb.rows, sb.cols, sb.ld, l.tb, 1, 0};
-  cufuse::matrix_ref<TC> c{pc, d.m, d.n, ldc, false, 1, 0};
-  return cufuse::gemm_chosen_variant(a, b, c).value_or("(none)");
+  const stand_in<T, TC> s(d, l, l.aligned_c ? (d.n + 7) / 8 * 8 + 8 : d.n + 3);
+  return cufuse::gemm_chosen_variant(s.a, s.b, s.c).value_or("(none)");
 }
 
 template <class T>
