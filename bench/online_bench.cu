@@ -103,9 +103,9 @@ int run(const options& o) {
               t_cufuse * 1e3, t_cublas * 1e3, t_cufuse / t_cublas, ms_cufuse, ms_cublas,
               ms_cublas / ms_cufuse);
   std::ofstream js(o.out, std::ios::app);
-  js << "{\"pattern\": \"" << o.pattern << "\", \"dtype\": \"" << o.dtype << "\", \"size\": "
-     << n << ", \"calls\": " << o.calls << ", \"commit_after\": " << commit_at
-     << ", \"chosen\": \"" << chosen << "\", \"wall_ms\": " << t_cufuse * 1e3
+  js << "{\"pattern\": \"" << o.pattern << "\", \"dtype\": \"" << o.dtype << "\", \"size\": " << n
+     << ", \"calls\": " << o.calls << ", \"commit_after\": " << commit_at << ", \"chosen\": \""
+     << chosen << "\", \"wall_ms\": " << t_cufuse * 1e3
      << ", \"cublas_wall_ms\": " << t_cublas * 1e3 << ", \"steady_ms\": " << ms_cufuse
      << ", \"cublas_steady_ms\": " << ms_cublas << "}\n";
   cublasDestroy(hb);
