@@ -338,6 +338,12 @@ TEST_CASE("transpose and permute of rank 2 to 5, as operands and destinations", 
     expect_all("permute(P, {0,2,1}) + Z", Y, [&](const idx_t<3>& i) {
       return P.v[(i[0] * b + i[2]) * c + i[1]] + Z.v[(i[0] * c + i[1]) * b + i[2]];
     });
+    // the destination is the contiguous operand (same-index aliasing): still one direct kernel,
+    // whose steps read Z before their stores
+    Z.t = cufuse::permute(P.t, {0, 2, 1}) + Z.t;
+    expect_all("Z = permute(P, {0,2,1}) + Z", Z.t, [&](const idx_t<3>& i) {
+      return P.v[(i[0] * b + i[2]) * c + i[1]] + Z.v[(i[0] * c + i[1]) * b + i[2]];
+    });
     cufuse::tensor<__nv_bfloat16, 3, space> W({c, a, b});
     poison(W);
     W = cufuse::permute(P.t, {2, 0, 1});

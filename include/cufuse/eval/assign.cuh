@@ -150,11 +150,19 @@ void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
       constexpr int tile_vec = vec >= 8 ? vec / 4 : 1; // 4-byte accesses of the smallest element
       if constexpr (tile_vec > 1) {
         if (pl.vec > 1) {
-          launch_evaluate_tile<tile_vec>(dst, expr, pl, stream);
+          if (pl.wide) {
+            launch_evaluate_tile<tile_vec, std::int64_t>(dst, expr, pl, stream);
+          } else {
+            launch_evaluate_tile<tile_vec, std::int32_t>(dst, expr, pl, stream);
+          }
           return;
         }
       }
-      launch_evaluate_tile<1>(dst, expr, pl, stream);
+      if (pl.wide) {
+        launch_evaluate_tile<1, std::int64_t>(dst, expr, pl, stream);
+      } else {
+        launch_evaluate_tile<1, std::int32_t>(dst, expr, pl, stream);
+      }
     }
     return;
   case eval_kind::nd:

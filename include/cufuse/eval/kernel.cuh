@@ -21,6 +21,8 @@ namespace cufuse::detail {
 inline constexpr int eval_block_size = 256;
 /// Threads per block of the layout-changing kernel (tile_dim x tile_rows).
 inline constexpr int tile_block_size = tile_dim * tile_rows;
+/// Steps of the layout-changing kernel evaluated before their stores (see there).
+inline constexpr int tile_group = 2;
 
 /// Blocks per SM to ask the register allocator for. A thread of an expression that reads at
 /// most two tensors has at most two 16-byte loads in flight, so the SM needs every warp
@@ -134,15 +136,17 @@ __global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>)
 
 /// The walk of the layout-changing kernel: tiles of tile_dim x tile_dim over dimension `a` and
 /// the innermost one, for every combination of the other (outer) dimensions.
-template <int R>
+/// `I` is int32_t when every index and offset fits (fewer registers: the kernel's occupancy
+/// depends on them), else int64_t.
+template <int R, class I>
 struct tile_walk {
-  using U = std::uint64_t;
-  index_t ext[R];
+  using U = unsigned_of<I>;
+  I ext[R];
   int a;                 // the tile's dimension besides the innermost
   int first;             // dimensions before it have extent 1
   fast_divmod<U> div[R]; // div[d] for the outer dimensions d (not a, not R - 1)
   fast_divmod<U> tiles_b_div, tiles_a_div;
-  index_t tiles;
+  I tiles;
 };
 
 /// Sets coordinate `d` (a run-time dimension) of p to v. Written as an unrolled loop of
@@ -158,17 +162,24 @@ CUFUSE_INLINE void set_coord(coords<R, I>& p, int d, I v) {
   }
 }
 
+/// Blocks per SM the layout-changing kernel asks for: with 32-bit indices and at most three
+/// operands all 8 (32 registers), as the other kernels; otherwise 5 (48 registers: what ptxas
+/// chose without a bound; at 6 or 8 some 64-bit kernels spilled). Measured (H100, bf16
+/// `permute(P) + Z`, JOURNAL s2): 64-bit indices, 48 registers: 0.55x copy; 32-bit at 8 blocks:
+/// 0.80x.
+template <class Expr, class I>
+inline constexpr int tile_min_blocks = Expr::leaf_count <= 3 && sizeof(I) == 4 ? 8 : 5;
+
 /// dst = expr where some operands are contiguous along dimension `a` rather than the innermost:
 /// the block first copies their tile into shared memory reading along `a`, then evaluates the
 /// expression writing along the innermost dimension, reading those operands from the tiles.
 /// V > 1 (elements smaller than 4 bytes): each thread moves V consecutive elements in both
 /// phases, so a warp access covers 128 bytes; the plan checked alignment and extents.
-template <int V, int R, class Dst, class Expr>
-__global__ void __launch_bounds__(tile_block_size)
-    evaluate_tile_kernel(Dst dst, Expr expr, tile_walk<R> walk) {
+template <int V, class I, int R, class Dst, class Expr>
+__global__ void __launch_bounds__(tile_block_size, tile_min_blocks<Expr, I>)
+    evaluate_tile_kernel(Dst dst, Expr expr, tile_walk<R, I> walk) {
   using T = typename Dst::value_type;
-  using I = index_t;
-  using U = std::uint64_t;
+  using U = unsigned_of<I>;
   constexpr int cols = tile_dim / V;           // threads along a row of the tile
   constexpr int rows = tile_block_size / cols; // rows a step covers
   constexpr int steps = tile_dim / rows;
@@ -239,25 +250,57 @@ __global__ void __launch_bounds__(tile_block_size)
     for_each_leaf(expr, stage);
     __syncthreads();
 
-    // 2. Evaluate, writing along the innermost dimension.
+    // 2. Evaluate, writing along the innermost dimension. With other operands to read, `group`
+    // steps are evaluated before their stores: the compiler may not move a load above a store
+    // that could alias it, so step by step kept one step's loads of those operands in flight.
+    // Groups of 2 measured best (1: 0.790x copy, 2: 0.796x, 4: 0.744x, all 8: 0.70x; JOURNAL s2).
+    // The plan allows it: the destination overlaps an operand only at the same element (other
+    // overlaps go through a temporary), read and written by the same thread.
     tile_pos<R, I> tp{base, smem, 0, V * tx};
     tp.p.c[R - 1] = b0 + V * tx;
     const bool in_b = b0 + V * tx < ext_b;
+    // One step at a time with a single operand (no other loads) or 64-bit indices (registers).
+    constexpr int group = Expr::leaf_count == 1 || sizeof(I) == 8 ? 1
+                          : tile_group < steps                    ? tile_group
+                                                                  : steps;
     CUFUSE_UNROLL
-    for (int j = 0; j < steps; ++j) {
-      tp.la = ty + j * rows;
-      set_coord(tp.p, walk.a, a0 + tp.la);
-      if (in_b && a0 + tp.la < ext_a) {
-        if constexpr (V == 1) {
-          dst.store(tp.p, convert<T>(expr.eval_in(tp)));
-        } else {
-          const auto lanes = expr.template fetch_in<V>(tp);
-          lane_regs<T, V> out;
-          CUFUSE_UNROLL
-          for (int k = 0; k < V; ++k) {
-            out.v[k] = convert<T>(lanes.at(k));
+    for (int j0 = 0; j0 < steps; j0 += group) {
+      lane_regs<T, V> out[group];
+      CUFUSE_UNROLL
+      for (int j = 0; j < group; ++j) {
+        tp.la = ty + (j0 + j) * rows;
+        set_coord(tp.p, walk.a, a0 + tp.la);
+        if (in_b && a0 + tp.la < ext_a) {
+          if constexpr (V == 1) {
+            out[j].v[0] = convert<T>(expr.eval_in(tp));
+          } else {
+            const auto lanes = expr.template fetch_in<V>(tp);
+            CUFUSE_UNROLL
+            for (int k = 0; k < V; ++k) {
+              out[j].v[k] = convert<T>(lanes.at(k));
+            }
           }
-          dst.template store_vec<V>(tp.p, out);
+          if constexpr (group == 1) { // store as it goes (fewer registers: measured faster)
+            if constexpr (V == 1) {
+              dst.store(tp.p, out[j].v[0]);
+            } else {
+              dst.template store_vec<V>(tp.p, out[j]);
+            }
+          }
+        }
+      }
+      if constexpr (group > 1) {
+        CUFUSE_UNROLL
+        for (int j = 0; j < group; ++j) {
+          const I la = ty + (j0 + j) * rows;
+          set_coord(tp.p, walk.a, a0 + la);
+          if (in_b && a0 + la < ext_a) {
+            if constexpr (V == 1) {
+              dst.store(tp.p, out[j].v[0]);
+            } else {
+              dst.template store_vec<V>(tp.p, out[j]);
+            }
+          }
         }
       }
     }

@@ -140,16 +140,16 @@ void launch_evaluate_nd(const Dst& dst, const Expr& expr, const eval_plan<R, L>&
 }
 
 /// Launches evaluate_tile_kernel over the plan's tiles.
-template <int V, int R, int L, class Dst, class Expr>
+template <int V, class I, int R, int L, class Dst, class Expr>
 void launch_evaluate_tile(const Dst& dst, const Expr& expr, const eval_plan<R, L>& pl,
                           cudaStream_t stream) {
-  using U = std::uint64_t;
-  tile_walk<R> walk{};
+  using U = unsigned_of<I>;
+  tile_walk<R, I> walk{};
   walk.a = pl.tile_a;
   walk.first = pl.first;
   index_t outer = 1;
   for (int d = 0; d < R; ++d) {
-    walk.ext[d] = pl.ext[d];
+    walk.ext[d] = static_cast<I>(pl.ext[d]);
     if (d >= pl.first && d < R - 1 && d != pl.tile_a) {
       walk.div[d] = fast_divmod<U>(static_cast<U>(pl.ext[d]));
       outer *= pl.ext[d];
@@ -159,9 +159,10 @@ void launch_evaluate_tile(const Dst& dst, const Expr& expr, const eval_plan<R, L
   const index_t tiles_b = (pl.ext[R - 1] + tile_dim - 1) / tile_dim;
   walk.tiles_a_div = fast_divmod<U>(static_cast<U>(tiles_a));
   walk.tiles_b_div = fast_divmod<U>(static_cast<U>(tiles_b));
-  walk.tiles = outer * tiles_a * tiles_b;
-  const std::int64_t grid = walk.tiles < max_grid_blocks ? walk.tiles : max_grid_blocks;
-  evaluate_tile_kernel<V, R>
+  const index_t tiles = outer * tiles_a * tiles_b;
+  walk.tiles = static_cast<I>(tiles);
+  const std::int64_t grid = tiles < max_grid_blocks ? tiles : max_grid_blocks;
+  evaluate_tile_kernel<V, I, R>
       <<<unsigned(grid), tile_block_size, pl.smem_bytes, stream>>>(dst, expr, walk);
   check_launch<typename Dst::value_type>("evaluate_tile_kernel<<<>>>", pl.n, grid, tile_block_size,
                                          stream);
