@@ -1,6 +1,7 @@
 // GEMM at shapes whose rows are not 16-byte aligned (issue: GEMM at any shape): every variant
 // that can run each problem, the library's own choice (tuning off: the heuristic) and cuBLAS on
-// the same buffers, in one process. bf16 / fp16 inputs, fp32 accumulation, row-major NN.
+// the same buffers, in one process. bf16 / fp16 inputs with fp32 accumulation, and fp32 inputs
+// on TF32 tensor cores (cuBLAS with CUBLAS_COMPUTE_32F_FAST_TF32); row-major NN.
 // Each variant's result is compared with cuBLAS's before it is timed. Writes JSON (--out).
 #include <cufuse/gemm.cuh>
 
@@ -51,7 +52,8 @@ double max_rel_diff(const cufuse::tensor<T, 1>& got, const cufuse::tensor<T, 1>&
 }
 
 template <class T>
-void run(const shape& s, const char* dtype, cublasHandle_t h, std::vector<result>& out) {
+void run(const shape& s, const char* dtype, cublasHandle_t h, std::vector<result>& out,
+         cufuse::gemm_math math = cufuse::gemm_math::fp32) {
   std::mt19937 rng(7);
   const long long lda = s.k, ldb = s.n, ldc = s.n;
   cufuse::tensor<T, 1> A(s.m * lda), B(s.k * ldb), C(s.m * ldc), R(s.m * ldc);
@@ -61,7 +63,10 @@ void run(const shape& s, const char* dtype, cublasHandle_t h, std::vector<result
   auto b = cufuse::matrix(static_cast<const T*>(B.data()), s.k, s.n, ldb);
   auto c = cufuse::matrix(C.data(), s.m, s.n, ldc);
   auto r = cufuse::matrix(R.data(), s.m, s.n, ldc);
-  const cufuse::gemm_problem pr = cufuse::tuning::problem(a, b, r);
+  cufuse::gemm_problem pr = cufuse::tuning::problem(a, b, r);
+  pr.math = math;
+  cufuse::gemm_options base;
+  base.math = math;
   bench::timer tm;
   const double flops = 2.0 * s.m * s.n * s.k;
   const std::string name = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
@@ -70,7 +75,9 @@ void run(const shape& s, const char* dtype, cublasHandle_t h, std::vector<result
   BENCH_CHECK(cudaDeviceSynchronize());
   const double ms_cublas = tm.median_ms([&] { cufuse_tools::cublas_gemm(h, pr, nullptr); }, 20);
   out.push_back({name, dtype, "cuBLAS", ms_cublas, flops / ms_cublas * 1e-9, 1.0, 0.0});
-  auto time_one = [&](const std::string& label, const cufuse::gemm_options& o) {
+  auto time_one = [&](const std::string& label, cufuse::gemm_options o) {
+    o.math = math;
+    std::fprintf(stderr, "%s %s %s\n", name.c_str(), dtype, label.c_str());      // progress
     BENCH_CHECK(cudaMemset(C.data(), 0xff, std::size_t(s.m * ldc) * sizeof(T))); // NaN poison
     cufuse::gemm(a, b, c, 1.0f, 0.0f, nullptr, o);
     BENCH_CHECK(cudaDeviceSynchronize());
@@ -79,9 +86,9 @@ void run(const shape& s, const char* dtype, cublasHandle_t h, std::vector<result
     out.push_back({name, dtype, label, ms, flops / ms * 1e-9, ms_cublas / ms, err});
   };
   time_one("cufuse (default choice)", {});
-  const auto chosen = cufuse::gemm_chosen_variant(a, b, c);
+  const auto chosen = cufuse::gemm_chosen_variant(a, b, c, base);
   out.back().impl += ": " + chosen.value_or("?");
-  for (const std::string& v : cufuse::gemm_variants(a, b, c)) {
+  for (const std::string& v : cufuse::gemm_variants(a, b, c, base)) {
     cufuse::gemm_options o;
     o.variant = v;
     time_one(v, o);
@@ -91,24 +98,35 @@ void run(const shape& s, const char* dtype, cublasHandle_t h, std::vector<result
 } // namespace
 
 int main(int argc, char** argv) {
-  std::string path = "any_shape.json";
+  std::string path = "any_shape.json", only; // --only DTYPE: that dtype's rows alone
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--out") {
       path = argv[i + 1];
+    } else if (std::string(argv[i]) == "--only") {
+      only = argv[i + 1];
     }
   }
+  const auto want = [&](const char* dtype) { return only.empty() || only == dtype; };
   cudaDeviceProp prop{};
   BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
   cublasHandle_t h = nullptr;
   cufuse_tools::check_cublas(cublasCreate(&h), "cublasCreate");
   std::vector<result> rows;
-  const shape shapes[] = {{1000, 3000, 500, "K rows of 1000 bytes: 8-byte aligned"},
-                          {4095, 4095, 4095, "2-byte aligned"},
-                          {8192, 50257, 768, "vocabulary projection, B and C 2-byte aligned"}};
+  const shape shapes[] = {{1000, 3000, 500, "K = 500: A's bf16 rows 8-byte aligned"},
+                          {4095, 4095, 4095, "rows of odd length"},
+                          {8192, 50257, 768, "vocabulary projection, B and C rows of odd length"}};
   for (const shape& s : shapes) {
-    run<__nv_bfloat16>(s, "bf16", h, rows);
+    if (want("bf16")) {
+      run<__nv_bfloat16>(s, "bf16", h, rows);
+    }
   }
-  run<__half>(shapes[1], "fp16", h, rows);
+  if (want("fp16")) {
+    run<__half>(shapes[1], "fp16", h, rows);
+  }
+  if (want("tf32")) {
+    run<float>(shapes[1], "tf32", h, rows, cufuse::gemm_math::tf32);
+    run<float>(shapes[2], "tf32", h, rows, cufuse::gemm_math::tf32);
+  }
   cublasDestroy(h);
   std::printf("device: %s\n", prop.name);
   std::printf("%-58s %-5s %-46s %9s %8s %8s %9s\n", "shape", "dtype", "implementation", "ms",

@@ -56,10 +56,12 @@ double predicted_seconds(int vi, const problem& p, const device_state& d) {
   }
   if (v.align == 1 && v.fam == family::mma) {
     // Loads of 2 to 8 bytes through registers: behind the cp.async tiles when aligned. Among
-    // themselves the load instructions, not the tile's intensity, bound them: 128 x 64 ran
-    // 1.19x and 1.29x faster than 128 x 128 on bf16 1000x3000x500 and 8192x50257x768, 0.88x on
-    // 4095^3 (H100, bench/any_shape_bench.cu), so the wider tile is rated down.
-    t *= v.bm * v.bn > 128 * 64 ? 1.6 * 1.6 : 1.6;
+    // themselves the load instructions, not the tile's intensity, bound the 16-bit tiles:
+    // 128 x 64 ran 1.19x and 1.29x faster than 128 x 128 on bf16 1000x3000x500 and
+    // 8192x50257x768, 0.88x on 4095^3 (H100, bench/any_shape_bench.cu), so the wider tile is
+    // rated down. TF32 (4-byte elements, half the loads per FLOP): 128 x 128 on 8 warps ran
+    // 1.15x and 1.19x faster than 128 x 64 on 4095^3 and 8192x50257x768.
+    t *= v.bm * v.bn > 128 * 64 && !v.tf32 ? 1.6 * 1.6 : 1.6;
   }
   if (splits > 1) {
     t += double(p.m) * p.n * p.batch * (splits + 2) * 4 / 2.5e12 + 3e-6;

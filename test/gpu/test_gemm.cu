@@ -187,24 +187,29 @@ TEST_CASE("gemm: unaligned pointers and leading dimensions pick variants that ac
 /// them, every layout, and the library's own choice, which must be one of them (the SIMT
 /// any-alignment tiles are the last resort).
 template <class T, class TC>
-void any_align_mma(const dims& d, int offset, int pad, std::mt19937& rng) {
+void any_align_mma(const dims& d, int offset, int pad, std::mt19937& rng,
+                   const cufuse::gemm_options& base = {}) {
   int tried = 0;
   for (int tr = 0; tr < 4; ++tr) {
     const layout l{(tr & 2) != 0, (tr & 1) != 0, offset, tr % 2 == 0, pad};
-    for (const std::string& v : variants_for<T, TC>(d, l, {})) {
+    for (const std::string& v : variants_for<T, TC>(d, l, base)) {
       if (v.find("_mma_") == std::string::npos) {
         continue;
       }
       INFO(v);
       CHECK(v.find("_v1") != std::string::npos);
-      cufuse::gemm_options o;
+      cufuse::gemm_options o = base;
       o.variant = v;
       check_gemm<T, TC>(d, l, scalings[(tr + offset) % 4], data_kind::reals, o, rng);
       ++tried;
     }
-    check_gemm<T, TC>(d, l, {1.0f, 0.0f}, data_kind::reals, {}, rng);
-    if (d.m >= 64 && d.n >= 64 && d.k >= 64) {
-      const std::string chosen = chosen_for<T, TC>(d, l);
+    check_gemm<T, TC>(d, l, {1.0f, 0.0f}, data_kind::reals, base, rng);
+    // The default is a tensor-core tile, except that for a TF32 output of a few tiles with a
+    // longer K (65 x 70 x 1101) the model prefers the exact split-K SIMT tiles (TF32 runs at
+    // half the fp16 rate and the any-alignment tiles have no split-K).
+    const bool split_k_shape = std::is_same_v<T, float> && d.k > std::max(d.m, d.n);
+    if (d.m >= 64 && d.n >= 64 && d.k >= 64 && !split_k_shape) {
+      const std::string chosen = chosen_for<T, TC>(d, l, base);
       INFO("the default choice: " << chosen);
       CHECK(chosen.find("_mma_") != std::string::npos);
     }
@@ -212,8 +217,8 @@ void any_align_mma(const dims& d, int offset, int pad, std::mt19937& rng) {
   CHECK(tried >= 12); // three tiles, four layouts
 }
 
-TEST_CASE("gemm: fp16 / bf16 tensor cores at any alignment (offsets of 2, 4, 8 bytes, leading "
-          "dimensions padded by 1, 2, 3)",
+TEST_CASE("gemm: fp16 / bf16 / TF32 tensor cores at any alignment (offsets of 2, 4, 8, 12 "
+          "bytes, leading dimensions padded by 1, 2, 3)",
           "[gemm][variants]") {
   std::mt19937 rng(Catch::rngSeed() + 23);
   const std::vector<dims> shapes =
@@ -222,12 +227,16 @@ TEST_CASE("gemm: fp16 / bf16 tensor cores at any alignment (offsets of 2, 4, 8 b
           : std::vector<dims>{{1, 1, 1},     {7, 7, 7},      {129, 65, 127},  {1000, 7, 129},
                               {7, 1000, 64}, {65, 70, 1101}, {257, 300, 255}, {200, 130, 33}};
   const int offsets[] = {1, 2, 4, 1}, pads[] = {1, 2, 3, 3};
+  cufuse::gemm_options tf32;
+  tf32.math = cufuse::gemm_math::tf32;
   for (std::size_t si = 0; si < shapes.size(); ++si) {
     const int c = int(si % 4);
     any_align_mma<__half, __half>(shapes[si], offsets[c], pads[c], rng);
     any_align_mma<__nv_bfloat16, float>(shapes[si], offsets[(c + 1) % 4], pads[(c + 1) % 4], rng);
     any_align_mma<__nv_bfloat16, __nv_bfloat16>(shapes[si], offsets[(c + 2) % 4], pads[(c + 2) % 4],
                                                 rng);
+    // fp32 operands offset by 4, 8 or 12 bytes: TF32 through 4- and 8-byte loads
+    any_align_mma<float, float>(shapes[si], 1 + (c + 3) % 3, pads[(c + 3) % 4], rng, tf32);
   }
 }
 

@@ -221,8 +221,39 @@ void check_copier(std::vector<std::string>& bad) {
   expect_each_once(hits, where + ": a chunk", bad);
 }
 
+/// The any-alignment loader (kernel/mma_elem.cuh): thread tid's chunk i, at row tid / per_row
+/// + i R and column (tid % per_row) E of the stage tile, is stored at the swizzled (or padded)
+/// offset of that element, and the chunks of all threads cover the stage once.
+template <class Cfg, int MN, bool KContig>
+void check_elem_loader(std::vector<std::string>& bad) {
+  using L = elem_tile_loader<Cfg, MN, KContig>;
+  const std::string where =
+      variant_name<Cfg>() + (KContig ? " K-contiguous" : " MN-contiguous") + " (registers)";
+  std::vector<int> hits(L::total, 0);
+  for (int tid = 0; tid < Cfg::threads; ++tid) {
+    const int r0 = tid / L::per_row, c0 = (tid % L::per_row) * L::E;
+    const int dst = swz<L::row_len, L::E, L::tf32_mn>(r0, c0); // the loader's `dst`
+    for (int i = 0; i < L::count; ++i) {
+      const int want = swz<L::row_len, L::E, L::tf32_mn>(r0 + i * L::R, c0);
+      const int got = dst + i * L::R * L::pitch; // put(): R rows further per chunk
+      if (got != want) {
+        bad.push_back(where + " thread " + std::to_string(tid) + " chunk " + std::to_string(i));
+      } else if (r0 + i * L::R < L::rows) {
+        ++hits[(r0 + i * L::R) * L::per_row + c0 / L::E];
+      }
+    }
+  }
+  expect_each_once(hits, where + ": a chunk", bad);
+}
+
 template <class Cfg>
 void check_config(std::vector<std::string>& bad) {
+  if constexpr (elem_loads<Cfg>()) {
+    check_elem_loader<Cfg, Cfg::BM, true>(bad);
+    check_elem_loader<Cfg, Cfg::BM, false>(bad);
+    check_elem_loader<Cfg, Cfg::BN, true>(bad);
+    check_elem_loader<Cfg, Cfg::BN, false>(bad);
+  }
   if constexpr (Cfg::tma) { // B K-major: NT, and TT (NN runs as TT); TMA copies, no copier
     check_fragments<Cfg, false, true>(bad);
     check_fragments<Cfg, true, true>(bad);
@@ -321,8 +352,9 @@ TEST_CASE("gemm: mma.sync shared-memory addressing matches the fragment layouts"
   configs += check_list(mma_tma_tf32_variants{}, bad);
   configs += check_list(mma16_any_align_variants<__half>{}, bad);
   configs += check_list(mma16_any_align_variants<__nv_bfloat16>{}, bad);
+  configs += check_list(mma_tf32_any_align_variants{}, bad);
   INFO(bad.size() << " mismatches; first: " << (bad.empty() ? "" : bad.front()));
-  CHECK(configs == 33); // 8 FP16, 8 BF16, 7 TF32, 4 TF32 with TMA loads, 3 + 3 any alignment
+  CHECK(configs == 36); // 8 FP16, 8 BF16, 7 TF32, 4 TF32 with TMA loads, 3 + 3 + 3 any alignment
   CHECK(bad.empty());
 }
 

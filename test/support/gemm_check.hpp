@@ -124,11 +124,11 @@ std::vector<std::string> variants_for(const dims& d, const layout& l,
 }
 
 /// The variant the library settled on for this problem and layout after a check_gemm call
-/// with default options and beta = 0 (the same key: shapes, transposes and alignment classes).
+/// with options `opt` and beta = 0 (the same key: shapes, transposes and alignment classes).
 template <class T, class TC>
-std::string chosen_for(const dims& d, const layout& l) {
+std::string chosen_for(const dims& d, const layout& l, const cufuse::gemm_options& opt = {}) {
   const stand_in<T, TC> s(d, l, l.aligned_c ? (d.n + 7) / 8 * 8 + 8 : d.n + 3);
-  return cufuse::gemm_chosen_variant(s.a, s.b, s.c).value_or("(none)");
+  return cufuse::gemm_chosen_variant(s.a, s.b, s.c, opt).value_or("(none)");
 }
 
 template <class T>

@@ -123,7 +123,7 @@ constexpr auto kernel_of() {
   } else if constexpr (tma_loads<Cfg>()) {
     return &mma_tma_gemm_kernel < Cfg, swap || (TA && TB), Epi, swap > ;
   } else if constexpr (elem_loads<Cfg>()) {
-    return &mma_elem_gemm_kernel<Cfg, TA, TB, Epi>;
+    return &mma_elem_gemm_kernel < Cfg, TA || swap, TB || swap, Epi, swap > ;
   } else {
     return &mma_gemm_kernel < Cfg, TA || swap, TB || swap, Epi, swap > ;
   }

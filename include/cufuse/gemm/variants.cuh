@@ -123,6 +123,18 @@ using mma16_any_align_variants = variant_list<
     mma<T,
         mma_tile{.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4, .any_align = true}>>;
 
+/// TF32 on mma.sync for fp32 operands whose base or leading dimension is not 16-byte aligned
+/// (K odd, offset views): 4- or 8-byte loads through registers, as the fp16 / bf16 tiles above;
+/// 128 x 128 on 8 warps (on 4 its staging registers spilled 360-2376 bytes). Compiled into
+/// src/gemm/variants_any_align.cu.
+using mma_tf32_any_align_variants = variant_list<
+    mma<float,
+        mma_tile{.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 4, .stages = 3, .any_align = true}>,
+    mma<float,
+        mma_tile{.bm = 128, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 3, .any_align = true}>,
+    mma<float,
+        mma_tile{.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4, .any_align = true}>>;
+
 using mma_tf32_variants = variant_list<
     mma<float, mma_tile{.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 2, .stages = 3}>,
     mma<float, mma_tile{.bm = 128, .bn = 256, .bk = 32, .wm = 2, .wn = 4, .stages = 3}>,

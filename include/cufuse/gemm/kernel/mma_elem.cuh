@@ -1,9 +1,9 @@
-/// \file The mma.sync kernel for fp16 / bf16 operands of any alignment (variants named `_v1`):
-/// the tiles are loaded through registers, element by element or in 4- or 8-byte words where
-/// the operand's base and leading dimension allow, zero past the matrices, and stored to the
-/// same swizzled stages as the cp.async kernel (kernel/mma.cuh), whose fragment reads, warp
-/// step and epilogue it reuses. The loads of a tile are issued when the tile before it starts
-/// and stored when it ends, so their latency hides behind that tile's MMAs.
+/// \file The mma.sync kernel for fp16 / bf16 / TF32 operands of any alignment (variants named
+/// `_v1`): the tiles are loaded through registers, element by element or in 4-, 8- or 16-byte
+/// words where the operand's base and leading dimension allow, zero past the matrices, and
+/// stored to the same shared stages as the cp.async kernel (kernel/mma.cuh), whose fragment
+/// reads, warp step and epilogue it reuses. The loads of a tile are issued when the tile before
+/// it starts and stored when it ends, so their latency hides behind that tile's MMAs.
 #pragma once
 
 #include "mma.cuh"
@@ -22,38 +22,44 @@ constexpr bool elem_loads() {
   }
 }
 
-/// Elements per global load an operand allows (1, 2 or 4 16-bit elements): its base address
-/// and leading dimension in bytes must both be multiples of the load.
+/// Elements per global load an operand of `Size`-byte elements allows, up to 16 bytes (an
+/// aligned operand next to an unaligned one loads whole chunks): its base address and its
+/// leading dimension in bytes must both be multiples of the load.
+template <int Size>
 CUFUSE_HOST_DEVICE inline int elem_load_width(const void* base, std::int64_t ld) {
   const auto a = reinterpret_cast<std::uintptr_t>(base);
-  if (a % 8 == 0 && ld % 4 == 0) {
-    return 4;
-  }
-  if (a % 4 == 0 && ld % 2 == 0) {
-    return 2;
+  for (int w = 16 / Size; w > 1; w /= 2) {
+    if (a % std::uintptr_t(w * Size) == 0 && ld % w == 0) {
+      return w;
+    }
   }
   return 1;
 }
 
 /// One operand's share of a stage tile (MN x BK elements; KContig: stored [MN][BK], else
-/// [BK][MN]) for this thread: `count` chunks of 8 consecutive elements, rows R apart, held in
-/// registers between fetch and put.
+/// [BK][MN]) for this thread: `count` 16-byte chunks (8 fp16 / bf16 or 4 fp32 elements), rows R
+/// apart, held in registers between fetch and put.
 template <class Cfg, int MN, bool KContig>
 struct elem_tile_loader {
   using T = typename Cfg::element;
-  static_assert(sizeof(T) == 2, "cufuse: the any-alignment mma tiles are for fp16 / bf16");
-  static constexpr int E = Cfg::chunk; // 8
+  static constexpr int size = int(sizeof(T));
+  static_assert(size == 2 || size == 4, "cufuse: the any-alignment mma tiles are fp16 / bf16 / "
+                                        "TF32");
+  using word = std::conditional_t<size == 2, unsigned short, unsigned>;
+  static constexpr int E = Cfg::chunk; // elements of a 16-byte chunk
   static constexpr int row_len = KContig ? Cfg::BK : MN;
   static constexpr int rows = KContig ? MN : Cfg::BK;
+  static constexpr bool tf32_mn = Cfg::tf32 && !KContig; // padded rows (see swz)
+  static constexpr int pitch = tf32_mn ? row_len + 8 : row_len;
   static constexpr int per_row = row_len / E;
   static constexpr int total = rows * per_row;
   static constexpr int R = Cfg::threads / per_row;
   static constexpr int count = total / Cfg::threads;
-  static_assert(Cfg::threads % per_row == 0 && total % Cfg::threads == 0 && R % 8 == 0,
+  static_assert(Cfg::threads % per_row == 0 && total % Cfg::threads == 0 && (R % 8 == 0 || tf32_mn),
                 "cufuse: an any-alignment mma tile's chunks must split evenly into whole "
-                "swizzle periods");
+                "swizzle periods (padded TF32 rows have none)");
 
-  const unsigned short* g; // the operand, as 16-bit words
+  const word* g; // the operand, as words of its element size
   std::int64_t ld;
   int width;  // elements per load: elem_load_width
   int r0, c0; // this thread's first chunk in the stage tile
@@ -61,13 +67,19 @@ struct elem_tile_loader {
   uint4 v[count];
 
   CUFUSE_DEVICE_FN elem_tile_loader(const T* base, std::int64_t ld_, int tid)
-      : g(reinterpret_cast<const unsigned short*>(base)), ld(ld_),
-        width(elem_load_width(base, ld_)), r0(tid / per_row), c0((tid % per_row) * E),
-        dst(swz<row_len, E, false>(tid / per_row, (tid % per_row) * E)) {}
+      : g(reinterpret_cast<const word*>(base)), ld(ld_), width(elem_load_width<size>(base, ld_)),
+        r0(tid / per_row), c0((tid % per_row) * E),
+        dst(swz<row_len, E, tf32_mn>(tid / per_row, (tid % per_row) * E)) {}
 
   /// Loads this thread's chunks of the tile at (mn0, k0) into registers; elements at or past
   /// (mn_end, k_end) are zero.
   CUFUSE_DEVICE_FN void fetch(int mn0, int k0, int mn_end, int k_end) {
+    if constexpr (E == 8) {
+      if (width == 8) {
+        fetch_w<8>(mn0, k0, mn_end, k_end);
+        return;
+      }
+    }
     if (width == 4) {
       fetch_w<4>(mn0, k0, mn_end, k_end);
     } else if (width == 2) {
@@ -77,35 +89,50 @@ struct elem_tile_loader {
     }
   }
 
+  /// Element j of a chunk goes to bits 16 (j % 2) of word j / 2 (2-byte elements) or is word j.
+  CUFUSE_DEVICE_FN static void place(unsigned (&w)[4], int j, unsigned e) {
+    if constexpr (size == 2) {
+      w[j >> 1] |= e << (16 * (j & 1));
+    } else {
+      w[j] = e;
+    }
+  }
+
   template <int W>
   CUFUSE_DEVICE_FN void fetch_w(int mn0, int k0, int mn_end, int k_end) {
+    constexpr int bytes = W * size; // of one load
     CUFUSE_UNROLL
     for (int i = 0; i < count; ++i) {
       const int r = r0 + i * R;
       // The chunk's row (mn for KContig, k otherwise) and its first column along the row.
       const int outer = (KContig ? mn0 : k0) + r, inner = (KContig ? k0 : mn0) + c0;
       const int outer_end = KContig ? mn_end : k_end, inner_end = KContig ? k_end : mn_end;
-      const unsigned short* row = g + std::int64_t(outer) * ld + inner;
-      unsigned w[E / 2] = {};
+      const word* row = g + std::int64_t(outer) * ld + inner;
+      unsigned w[4] = {};
       if (outer < outer_end) {
         CUFUSE_UNROLL
         for (int j = 0; j < E; j += W) {
           if constexpr (W == 1) {
-            const unsigned e = inner + j < inner_end ? row[j] : 0u;
-            w[j >> 1] |= e << (16 * (j & 1));
+            place(w, j, inner + j < inner_end ? unsigned(row[j]) : 0u);
           } else if (inner + j + W <= inner_end) {
-            if constexpr (W == 2) {
-              w[j >> 1] = *reinterpret_cast<const unsigned*>(row + j);
-            } else {
+            const int q = j * size / 4; // the first 32-bit word the load fills
+            if constexpr (bytes == 4) {
+              w[q] = *reinterpret_cast<const unsigned*>(row + j);
+            } else if constexpr (bytes == 8) {
               const uint2 x = *reinterpret_cast<const uint2*>(row + j);
-              w[j >> 1] = x.x;
-              w[(j >> 1) + 1] = x.y;
+              w[q] = x.x;
+              w[q + 1] = x.y;
+            } else {
+              const uint4 x = *reinterpret_cast<const uint4*>(row + j);
+              w[0] = x.x;
+              w[1] = x.y;
+              w[2] = x.z;
+              w[3] = x.w;
             }
           } else { // the load crosses the end: element by element
             CUFUSE_UNROLL
             for (int q = 0; q < W; ++q) {
-              const unsigned e = inner + j + q < inner_end ? row[j + q] : 0u;
-              w[(j + q) >> 1] |= e << (16 * ((j + q) & 1));
+              place(w, j + q, inner + j + q < inner_end ? unsigned(row[j + q]) : 0u);
             }
           }
         }
@@ -118,27 +145,29 @@ struct elem_tile_loader {
   CUFUSE_DEVICE_FN void put(T* s) const {
     CUFUSE_UNROLL
     for (int i = 0; i < count; ++i) {
-      *reinterpret_cast<uint4*>(s + dst + i * R * row_len) = v[i];
+      *reinterpret_cast<uint4*>(s + dst + i * R * pitch) = v[i];
     }
   }
 };
 
-/// C = epilogue(op(A) op(B)) on mma.sync for fp16 / bf16 operands of any alignment: one block
-/// per BM x BN tile, an S-stage ring in shared memory filled through registers (see the file
+/// C = epilogue(op(A) op(B)) on mma.sync for fp16 / bf16 / TF32 operands of any alignment: one
+/// block per BM x BN tile, an S-stage ring in shared memory filled through registers (see the file
 /// comment), the warp step and epilogue of the cp.async kernel.
-template <class Cfg, bool TA, bool TB, class Epi>
+/// Swap: TF32 NN, run as C^T = B^T A^T (TT, operands exchanged by the launcher; kernel_of), C
+/// written as stored, as the cp.async kernel does.
+template <class Cfg, bool TA, bool TB, class Epi, bool Swap = false>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     mma_elem_gemm_kernel(gemm_args p_in, const Epi epi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  static_assert(Cfg::splits == 1 && !Cfg::tf32 && !Cfg::tma,
-                "cufuse: the any-alignment mma tiles are fp16 / bf16 without split-K");
+  static_assert(Cfg::splits == 1 && !Cfg::tma,
+                "cufuse: the any-alignment mma tiles have neither split-K nor TMA");
   using T = typename Cfg::element;
   const gemm_args& p = p_in;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
   extern __shared__ __align__(128) unsigned char mma_smem[];
   using LA = elem_tile_loader<Cfg, BM, !TA>;
   using LB = elem_tile_loader<Cfg, BN, TB>;
-  constexpr int a_elems = BM * BK, b_elems = BN * BK;
+  constexpr int a_elems = LA::rows * LA::pitch, b_elems = LB::rows * LB::pitch; // (+ TF32 pad)
   using storage = stage_ring<T, S, a_elems, b_elems>;
   static_assert(sizeof(storage) <= Cfg::smem_bytes,
                 "cufuse: mma stages overflow the shared memory");
@@ -212,7 +241,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     }
     ws = ws + 1 == S ? 0 : ws + 1;
   }
-  mma_epilogue<Cfg, TA, TB, false>(acc, mma_smem, p, p_in, w, epi, tid);
+  mma_epilogue<Cfg, TA, TB, Swap>(acc, mma_smem, p, p_in, w, epi, tid);
 #else
   __trap(); // never launched: the host checks the kernel's binary architecture first
 #endif
