@@ -115,8 +115,8 @@ std::string split_k(const variant& v, int, const problem& p, const device_state&
 
 std::string persistent(const variant& v, int, const problem& p, const device_state&) {
   const double tiles = double(oriented_tiles(v, p.m, p.n, p.a.trans, p.b.trans));
-  if (tiles * double(p.batch) > INT_MAX) {
-    return "its persistent blocks count batch x tiles in 32 bits";
+  if (tiles * double(p.batch) * split_plan(v, p).first > INT_MAX) {
+    return "its persistent blocks count batch x splits x tiles in 32 bits";
   }
   return {};
 }

@@ -76,6 +76,12 @@ double predicted_seconds(int vi, const problem& p, const device_state& d) {
     } else if (v.bm * v.bn > 128 * 128) {
       t *= per_block >= 12 ? 0.97 : 1.08;
     }
+    if (splits > 1) {
+      // Split-K on the persistent tiles ran 1.0-1.9x slower than the model says (M <= 128,
+      // N = K = 4096 / 8192, H100; bench/JOURNAL.md t5): the model would pick it for every
+      // small-M problem. Rated down so that only tuning picks it.
+      t *= 2.0;
+    }
   }
   return t;
 }

@@ -41,8 +41,8 @@ struct is_simt<simt_config<T, A, B, C, D, E, F, G, H, I, J>> : std::true_type {}
 
 template <class>
 struct is_wgmma : std::false_type {};
-template <class T, int A, int B, int C, int D, bool E>
-struct is_wgmma<wgmma_config<T, A, B, C, D, E>> : std::true_type {};
+template <class T, int A, int B, int C, int D, bool E, int F>
+struct is_wgmma<wgmma_config<T, A, B, C, D, E, F>> : std::true_type {};
 
 /// Host: encodes the TMA descriptor of an operand stored row-major as `outer` rows of
 /// `inner` elements (leading dimension `ld`), `batch` of them `batch_stride` apart (0: one
@@ -191,16 +191,20 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
                          cudaStream_t stream) {
   gemm_args args = o.args;
   const bool ta = o.ta, tb = o.tb, swapped = o.swapped;
-  args.epi_tma = tma_store_ok<Cfg>(args, swapped, grid.z);
+  // grid.z: batches x splits; the split-K tiles store partial sums directly (C is written by
+  // the last split of each tile, splitk_finish).
+  const unsigned batches = unsigned(args.batch);
+  const bool split = Cfg::splits > 1 && args.ws != nullptr;
+  args.epi_tma = !split && tma_store_ok<Cfg>(args, swapped, batches);
   const std::int64_t out_size = dtype_size(static_cast<dtype>(args.out_type));
   thread_local tma_maps maps;
   const tma_maps::key_t key{
       args.a,        args.b,        args.c,        args.lda, args.ldb, args.ldc,
       args.stride_a, args.stride_b, args.stride_c, args.m,   args.n,   args.k,
-      args.out_type, args.epi_tma,  grid.z,        ta,       tb,       swapped};
+      args.out_type, args.epi_tma,  batches,       ta,       tb,       swapped};
   const cudaError_t e = maps.get(key, [&](tma_maps& m) {
     const dtype t = dtype_of<typename Cfg::element>();
-    const std::int64_t batch = grid.z;
+    const std::int64_t batch = batches;
     constexpr int bk = Cfg::BK;
     cudaError_t r = ta ? encode_tma_operand(&m.a, t, args.a, args.m, args.k, args.lda, batch,
                                             args.stride_a, bk, bk)

@@ -95,33 +95,41 @@ CUFUSE_DEVICE_FN block_work locate_block(const gemm_args& p) {
                                          static_cast<int>(blockIdx.z));
 }
 
-/// The persistent walk: the tiles of all batches are numbered 0 .. work - 1 (batch-major, each
-/// batch's in locate_tile's order), and a block takes tiles blockIdx.x, + gridDim.x, ...; a
-/// block whose warpgroups take turns (ping-pong) gives warpgroup i its block's tiles i, i + 2, ...
+/// The persistent walk: the work items of all batches and K splits are numbered 0 .. work - 1
+/// (plane-major, where plane z = batch * splits + split, as blockIdx.z of the one-block-per-tile
+/// kernels; each plane's tiles in locate_tile's order), and a block takes items blockIdx.x,
+/// + gridDim.x, ...; a block whose warpgroups take turns (ping-pong) gives warpgroup i its
+/// block's items i, i + 2, ...
 template <int BM, int BN>
 struct persistent_tiles {
-  int per_batch; // output tiles of one batch
-  int work;      // output tiles of all batches
+  int per_plane; // output tiles of one batch (and split)
+  int work;      // work items of all batches and splits
 
   CUFUSE_DEVICE_FN explicit persistent_tiles(const gemm_args& p)
-      : per_batch(((p.m + BM - 1) / BM) * ((p.n + BN - 1) / BN)), work(per_batch * p.batch) {}
-  /// The block's i-th tile.
+      : per_plane(((p.m + BM - 1) / BM) * ((p.n + BN - 1) / BN)),
+        work(per_plane * p.batch * p.splits) {}
+  /// The block's i-th item.
   CUFUSE_DEVICE_FN int first(int i) const {
     return static_cast<int>(blockIdx.x) + i * static_cast<int>(gridDim.x);
   }
-  /// The block's tile `step` tiles after `tile`.
-  CUFUSE_DEVICE_FN int next(int tile, int step) const {
-    return tile + step * static_cast<int>(gridDim.x);
+  /// The block's item `step` items after `item`.
+  CUFUSE_DEVICE_FN int next(int item, int step) const {
+    return item + step * static_cast<int>(gridDim.x);
   }
-  CUFUSE_DEVICE_FN int batch_of(int tile) const { return tile / per_batch; }
+  /// The plane (batch * splits + split) of an item.
+  CUFUSE_DEVICE_FN int plane_of(int item) const { return item / per_plane; }
+  /// The output tile of an item among its batch's tiles (a split-K tile's counter).
+  CUFUSE_DEVICE_FN int tile_of(int item, int plane) const { return item - plane * per_plane; }
+  /// Where item `item` of plane `plane` works: its tile, batch (`batch`) and K range.
   template <int AElem>
-  CUFUSE_DEVICE_FN block_work at(const gemm_args& p, int tile, int batch) const {
-    return locate_tile<BM, BN, AElem, 2>(p, tile - batch * per_batch, batch);
+  CUFUSE_DEVICE_FN block_work at(const gemm_args& p, int item, int plane) const {
+    return locate_tile<BM, BN, AElem, 2>(p, tile_of(item, plane), plane);
   }
-  /// The grid (host): a block per tile, at most `resident` (the blocks the GPU holds at once).
-  static constexpr unsigned grid(std::int64_t m, std::int64_t n, unsigned batches,
+  /// The grid (host): a block per work item, at most `resident` (the blocks the GPU holds at
+  /// once); `planes` = batches x splits.
+  static constexpr unsigned grid(std::int64_t m, std::int64_t n, unsigned planes,
                                  unsigned resident) {
-    const unsigned tiles = tile_count<BM, BN>(m, n) * batches;
+    const unsigned tiles = tile_count<BM, BN>(m, n) * planes;
     return tiles < resident ? tiles : resident;
   }
 };

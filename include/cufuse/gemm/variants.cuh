@@ -48,14 +48,16 @@ template <class T, mma_tile S>
 using mma = mma_config<T, S.bm, S.bn, S.bk, S.wm, S.wn, S.stages, S.splits, S.tma, S.any_align>;
 
 /// wgmma (sm_90a): block tile bm x bn (bk: one 128-byte row of K), `stages` ring slots,
-/// `min_blocks` blocks per SM, `pingpong`: the consumer warpgroups take whole tiles in turn.
+/// `min_blocks` blocks per SM, `pingpong`: the consumer warpgroups take whole tiles in turn;
+/// `splits`: split-K (up to 4, cooperative tiles).
 struct wgmma_tile {
   int bm, bn, stages;
   int min_blocks = 1;
   bool pingpong = false;
+  int splits = 1;
 };
 template <class T, wgmma_tile S>
-using wgmma = wgmma_config<T, S.bm, S.bn, S.stages, S.min_blocks, S.pingpong>;
+using wgmma = wgmma_config<T, S.bm, S.bn, S.stages, S.min_blocks, S.pingpong, S.splits>;
 
 // ---- the standard set ------------------------------------------------------------------------
 
@@ -168,10 +170,13 @@ using wgmma16_variants =
                  wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6, .pingpong = true}>>;
 
 /// TF32 on sm_90a: float inputs, layouts NN, NT and TT (see `layouts`); TN uses mma.sync.
+/// Split-K 4 on 128x128: the fastest variant at M = 16, 32 with N = K = 8192 (H100; the 16-bit
+/// wgmma split-K tiles lost to the unsplit ones on every M <= 256 measured: bench/JOURNAL.md t5).
 using wgmma_tf32_variants =
     variant_list<wgmma<float, wgmma_tile{.bm = 128, .bn = 256, .stages = 4}>,
                  wgmma<float, wgmma_tile{.bm = 128, .bn = 128, .stages = 6}>,
                  wgmma<float, wgmma_tile{.bm = 64, .bn = 128, .stages = 4, .min_blocks = 2}>,
-                 wgmma<float, wgmma_tile{.bm = 128, .bn = 128, .stages = 6, .pingpong = true}>>;
+                 wgmma<float, wgmma_tile{.bm = 128, .bn = 128, .stages = 6, .pingpong = true}>,
+                 wgmma<float, wgmma_tile{.bm = 128, .bn = 128, .stages = 6, .splits = 4}>>;
 
 } // namespace cufuse::gemm_detail

@@ -21,26 +21,30 @@ CUFUSE_DEVICE_FN gemm_args split_partial_args(const gemm_args& p, int cols) {
   return q;
 }
 
-/// Split-K, after a block has written its partial CM x CN tile (at row0, col0 of C as stored,
-/// whose shape `p` gives): the last of the tile's splits to arrive sums the partials of every
-/// split in split order (so the result does not depend on which one is last), applies the
-/// epilogue and writes C: one launch per call. (Without counters, p.ws_count null, the
-/// launcher runs splitk_reduce_kernel after the GEMM instead.)
-template <int CM, int CN, int Threads, class Epi>
-CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0, const Epi& epi) {
+/// Split-K, after the `Threads` threads `tid` (0 .. Threads - 1) of a block have written their
+/// split's partial CM x CN tile (at row0, col0 of C as stored, whose shape `p` gives; output
+/// tile `tile` of batch `batch`): the last of the tile's splits to arrive sums the partials of
+/// every split in split order (so the result does not depend on which one is last), applies the
+/// epilogue and writes C: one launch per call. Each thread sums groups of 4 columns, at most
+/// `MaxGroups` of them at a time; `MaxSplits` > 0 bounds p.splits (all splits' loads then go out
+/// together), 0: any number. `sync()` synchronizes the `Threads` threads (the
+/// whole block, or a named barrier over the consumer warpgroups of the wgmma kernel). (Without
+/// counters, p.ws_count null, the launcher runs splitk_reduce_kernel after the GEMM instead.)
+template <int CM, int CN, int Threads, int MaxGroups, int MaxSplits, class Epi, class Sync>
+CUFUSE_DEVICE_FN void splitk_finish(const gemm_args& p, int row0, int col0, const Epi& epi, int tid,
+                                    int batch, int tile, const Sync& sync) {
   __shared__ int last;
   if (p.ws == nullptr || p.ws_count == nullptr) { // unsplit, or reduced by a second kernel
     return;
   }
-  const int tid = static_cast<int>(threadIdx.x);
+  const int tiles = ((p.m + CM - 1) / CM) * ((p.n + CN - 1) / CN);
   __threadfence(); // this thread's partials are visible to the block that finishes the tile
-  __syncthreads();
-  const int batch = static_cast<int>(blockIdx.z) / p.splits;
+  sync();
   if (tid == 0) {
-    unsigned* count = p.ws_count + std::int64_t(batch) * gridDim.x + blockIdx.x;
+    unsigned* count = p.ws_count + std::int64_t(batch) * tiles + tile;
     last = atomicAdd(count, 1u) + 1 == unsigned(p.splits);
   }
-  __syncthreads();
+  sync();
   if (!last) {
     return;
   }
@@ -50,53 +54,81 @@ CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0, const
   // finishing block waiting on one load at a time (bench/JOURNAL.md g27).
   static_assert(CN % 4 == 0 && (CM * CN / 4) % Threads == 0,
                 "cufuse: a split-K tile must split into 4-column groups evenly over the block");
-  constexpr int G = CM * CN / 4 / Threads;
+  // At most MaxGroups groups at a time: all 16 of a thread's groups of the wgmma 64x128 tile at
+  // once spilled 844 bytes (128 registers per thread), 8 at a time 144 bytes, 4 none.
+  constexpr int GT = CM * CN / 4 / Threads, G = GT < MaxGroups ? GT : MaxGroups;
+  static_assert(GT % G == 0, "cufuse: a split-K tile's groups run in equal batches");
   const std::int64_t mn = std::int64_t(p.m) * p.n;
   const float* src = p.ws + std::int64_t(batch) * p.splits * mn;
   const int out_size = p.out_type == int(dtype::f32) ? 4 : 2;
   void* c = static_cast<char*>(p.c) + batch * p.stride_c * out_size;
   const bool vec_ok =
       p.ldc % 4 == 0 && reinterpret_cast<std::uintptr_t>(c) % (4u * unsigned(out_size)) == 0;
-  float sum[G][4];
-  std::int64_t at[G];
-  int cnt[G];  // columns of the group inside C (0 .. 4)
-  bool vec[G]; // all 4, and 16-byte aligned in the workspace (rows of a multiple of 4)
-  CUFUSE_UNROLL
-  for (int g = 0; g < G; ++g) {
-    const int e = tid + g * Threads, r = e / (CN / 4), q = e % (CN / 4) * 4;
-    at[g] = std::int64_t(row0 + r) * p.n + (col0 + q);
-    cnt[g] = row0 + r < p.m ? ::max(0, ::min(4, p.n - (col0 + q))) : 0;
-    vec[g] = cnt[g] == 4 && p.n % 4 == 0;
-    sum[g][0] = sum[g][1] = sum[g][2] = sum[g][3] = 0.0f;
-  }
-  for (int k = 0; k < p.splits; ++k) { // in split order: the same sum whichever block is last
-    const float* part = src + k * mn;
+  const Epi eb = epi.at_batch(batch);
+  for (int g0 = 0; g0 < GT; g0 += G) {
+    float sum[G][4];
+    std::int64_t at[G];
+    int cnt[G];  // columns of the group inside C (0 .. 4)
+    bool vec[G]; // all 4, and 16-byte aligned in the workspace (rows of a multiple of 4)
     CUFUSE_UNROLL
     for (int g = 0; g < G; ++g) {
-      if (vec[g]) {
-        const float4 x = __ldcg(reinterpret_cast<const float4*>(part + at[g]));
-        sum[g][0] += x.x;
-        sum[g][1] += x.y;
-        sum[g][2] += x.z;
-        sum[g][3] += x.w;
-      } else {
-        CUFUSE_UNROLL
-        for (int j = 0; j < 4; ++j) {
-          if (j < cnt[g]) {
-            sum[g][j] += __ldcg(part + at[g] + j);
+      const int e = tid + (g0 + g) * Threads, r = e / (CN / 4), q = e % (CN / 4) * 4;
+      at[g] = std::int64_t(row0 + r) * p.n + (col0 + q);
+      cnt[g] = row0 + r < p.m ? ::max(0, ::min(4, p.n - (col0 + q))) : 0;
+      vec[g] = cnt[g] == 4 && p.n % 4 == 0;
+      sum[g][0] = sum[g][1] = sum[g][2] = sum[g][3] = 0.0f;
+    }
+    auto add = [&](int k) {
+      const float* part = src + k * mn;
+      CUFUSE_UNROLL
+      for (int g = 0; g < G; ++g) {
+        if (vec[g]) {
+          const float4 x = __ldcg(reinterpret_cast<const float4*>(part + at[g]));
+          sum[g][0] += x.x;
+          sum[g][1] += x.y;
+          sum[g][2] += x.z;
+          sum[g][3] += x.w;
+        } else {
+          CUFUSE_UNROLL
+          for (int j = 0; j < 4; ++j) {
+            if (j < cnt[g]) {
+              sum[g][j] += __ldcg(part + at[g] + j);
+            }
           }
         }
       }
+    };
+    // In split order: the same sum whichever block is last. With a bound on the splits, every
+    // split's loads of the batch go out together.
+    if constexpr (MaxSplits > 0) {
+      CUFUSE_UNROLL
+      for (int k = 0; k < MaxSplits; ++k) {
+        if (k < p.splits) {
+          add(k);
+        }
+      }
+    } else {
+      for (int k = 0; k < p.splits; ++k) {
+        add(k);
+      }
+    }
+    CUFUSE_UNROLL
+    for (int g = 0; g < G; ++g) {
+      if (cnt[g] > 0) {
+        const int e = tid + (g0 + g) * Threads;
+        store_group<4>(p, c, row0 + e / (CN / 4), col0 + e % (CN / 4) * 4, sum[g], vec_ok, eb);
+      }
     }
   }
-  const Epi eb = epi.at_batch(batch);
-  CUFUSE_UNROLL
-  for (int g = 0; g < G; ++g) {
-    if (cnt[g] > 0) {
-      const int e = tid + g * Threads;
-      store_group<4>(p, c, row0 + e / (CN / 4), col0 + e % (CN / 4) * 4, sum[g], vec_ok, eb);
-    }
-  }
+}
+
+/// splitk_finish for the one-block-per-tile kernels: every thread of the block, output tile
+/// blockIdx.x of plane blockIdx.z.
+template <int CM, int CN, int Threads, class Epi>
+CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0, const Epi& epi) {
+  splitk_finish<CM, CN, Threads, 8, 0>(p, row0, col0, epi, static_cast<int>(threadIdx.x),
+                                       static_cast<int>(blockIdx.z) / p.splits,
+                                       static_cast<int>(blockIdx.x), [] { __syncthreads(); });
 }
 
 // ---- split-K reduction -----------------------------------------------------------------------

@@ -23,8 +23,9 @@
 
 namespace cufuse::gemm_detail {
 
-/// Direct stores of one tile's accumulators (`th`'s fragments) at the tile `w`.
-template <class Cfg, bool RS, bool SwapC, class Epi>
+/// Direct stores of one tile's accumulators (`th`'s fragments) at the tile `w`. `Out`: C's
+/// element type when known at compile time (float: a split's partial tile), else void.
+template <class Cfg, bool RS, bool SwapC, class Out = void, class Epi>
 CUFUSE_DEVICE_FN void wgmma_store_direct(const float (&acc)[Cfg::m_atoms][Cfg::BN / 2],
                                          const gemm_args& p, const block_work& w,
                                          const wgmma_thread<Cfg, RS>& th, const Epi& eb) {
@@ -42,13 +43,13 @@ CUFUSE_DEVICE_FN void wgmma_store_direct(const float (&acc)[Cfg::m_atoms][Cfg::B
         pc.n = p.m;
         const float c0[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 2]};
         const float c1[2] = {acc[ma][j * 4 + 1], acc[ma][j * 4 + 3]};
-        store_group<2>(pc, w.c, col, int(r), c0, w.vec_ok, eb);
-        store_group<2>(pc, w.c, col + 1, int(r), c1, w.vec_ok, eb);
+        store_group<2, Out>(pc, w.c, col, int(r), c0, w.vec_ok, eb);
+        store_group<2, Out>(pc, w.c, col + 1, int(r), c1, w.vec_ok, eb);
       } else {
         const float lo[2] = {acc[ma][j * 4 + 0], acc[ma][j * 4 + 1]};
         const float hi[2] = {acc[ma][j * 4 + 2], acc[ma][j * 4 + 3]};
-        store_group<2>(p, w.c, r, col, lo, w.vec_ok, eb);
-        store_group<2>(p, w.c, r_hi, col, hi, w.vec_ok, eb);
+        store_group<2, Out>(p, w.c, r, col, lo, w.vec_ok, eb);
+        store_group<2, Out>(p, w.c, r_hi, col, hi, w.vec_ok, eb);
       }
     }
   }

@@ -3,10 +3,13 @@
 /// read both operands from shared memory through matrix descriptors (mainloop/wgmma.cuh); the
 /// consumers' stores through the epilogue interface, via shared memory and TMA or direct
 /// (epilogue/wgmma_store.cuh); persistent blocks that walk the tiles of every batch
-/// (`persistent_tiles`, tile.cuh). The TF32 mma.sync kernel whose stages a producer warpgroup
-/// fills by TMA is kernel/mma_tma.cuh. Compiled only for sm_90a (src/CMakeLists.txt).
+/// (`persistent_tiles`, tile.cuh), and under split-K each K range of each tile (the partial tiles
+/// go to the fp32 workspace, the last split of a tile sums them: epilogue/split_k.cuh). The TF32
+/// mma.sync kernel whose stages a producer warpgroup fills by TMA is kernel/mma_tma.cuh. Compiled
+/// only for sm_90a (src/CMakeLists.txt).
 #pragma once
 
+#include "../epilogue/split_k.cuh"
 #include "../epilogue/wgmma_store.cuh"
 #include "../mainloop/wgmma.cuh"
 
@@ -32,7 +35,6 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   const auto sm = wgmma_smem<Cfg>::at(wgmma_smem_raw);
   const int tid = static_cast<int>(threadIdx.x);
   const persistent_tiles<Cfg::BM, Cfg::BN> sched(p);
-  const int ktiles = (p.k + Cfg::BK - 1) / Cfg::BK;
   sm.init_barriers(tid);
 
   if (tid < 128) {
@@ -41,7 +43,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
       setmaxnreg_dec<Cfg::producer_regs>();
     }
     if (tid == 0) {
-      wgmma_produce<Cfg, a_mn, b_mn>(sm, &map_a, &map_b, p, sched, ktiles);
+      wgmma_produce<Cfg, a_mn, b_mn>(sm, &map_a, &map_b, p, sched);
     }
     return;
   }
@@ -55,15 +57,22 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   wgmma_tma_store<Cfg, mainloop::RS, SwapC, Epi> tma_out(sm, ml.th, p, &map_c, epi);
   // Ping-pong: warpgroup cw takes the block's tiles i = cw, cw + 2, ...; named barrier 1 + cw
   // opens its main loop once the other warpgroup has issued its previous tile's MMAs, which
-  // also keeps every slot it waits on at most one phase ahead.
+  // also keeps every slot it waits on at most one phase ahead. (Ping-pong tiles have no
+  // split-K, so every tile has the same K tiles.)
   const int step = PP ? 2 : 1;
-  int i = PP ? cw : 0; // the block's tile counter
+  // Split-K: each work item is one K range of a tile, written to the workspace as a partial
+  // tile (`q`: the workspace as C); the last split of the tile sums the partials, applies the
+  // epilogue and writes C (splitk_finish, over the consumer threads: the producer has left).
+  const bool split = Cfg::splits > 1 && p.ws != nullptr;
+  const gemm_args q = split ? split_partial_args(p, SwapC ? p.m : p.n) : p;
+  int i = PP ? cw : 0; // the block's item counter
   int it = 0;          // K tiles consumed (ring slot and phase)
-  for (int tile = sched.first(i); tile < sched.work; tile = sched.next(tile, step), i += step) {
-    const int batch = sched.batch_of(tile);
-    const block_work w = sched.template at<int(sizeof(typename Cfg::element))>(p, tile, batch);
-    const int bc = p.stride_c != 0 ? batch : 0;
-    const Epi eb = epi.at_batch(batch);
+  for (int item = sched.first(i); item < sched.work; item = sched.next(item, step), i += step) {
+    const int plane = sched.plane_of(item);
+    const block_work w = sched.template at<int(sizeof(typename Cfg::element))>(p, item, plane);
+    const int ktiles = w.k_tiles<Cfg::BK>();
+    const int bc = p.stride_c != 0 ? w.batch : 0;
+    const Epi eb = epi.at_batch(w.batch);
     tma_out.prefetch_c(w, bc);
     if constexpr (PP) {
       it = i * ktiles;
@@ -74,11 +83,28 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     float acc[Cfg::m_atoms][Cfg::BN / 2];
     ml.run(acc, ktiles, it);
     if constexpr (PP) {
-      if (sched.next(tile, 1) < sched.work) {
+      if (sched.next(item, 1) < sched.work) {
         named_bar_arrive<256>(2 - cw); // the other may start
       }
     }
     ml.drain(ktiles, it);
+    if constexpr (Cfg::splits > 1) {
+      if (split) {
+        const block_work wq = sched.template at<int(sizeof(typename Cfg::element))>(q, item, plane);
+        wgmma_store_direct<Cfg, mainloop::RS, SwapC, float>(acc, q, wq, ml.th, identity_epilogue{});
+        gemm_args rc = p; // C as stored
+        if constexpr (SwapC) {
+          rc.m = p.n;
+          rc.n = p.m;
+        }
+        constexpr int CM = SwapC ? Cfg::BN : Cfg::BM, CN = SwapC ? Cfg::BM : Cfg::BN;
+        constexpr int consumer_threads = 128 * Cfg::consumers;
+        splitk_finish<CM, CN, consumer_threads, 4, Cfg::splits>(
+            rc, SwapC ? w.n0 : w.m0, SwapC ? w.m0 : w.n0, epi, tid - 128, w.batch,
+            sched.tile_of(item, plane), [] { named_bar_sync<consumer_threads>(5); });
+        continue;
+      }
+    }
     if (p.epi_tma) {
       tma_out.store(acc, w, bc, eb);
     } else {

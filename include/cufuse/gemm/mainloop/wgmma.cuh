@@ -35,14 +35,17 @@ namespace cufuse::gemm_detail {
 ///  - ping-pong (PingPong = true): two consumer warpgroups each own a whole BM x BN tile and
 ///    take the block's tiles in turn; their main loops alternate (named barriers), so one
 ///    warpgroup's epilogue runs while the other keeps the tensor cores busy.
-template <class T, int BM_, int BN_, int Stages_, int MinBlocks_ = 1, bool PingPong_ = false>
+/// `Splits_` > 1: split-K; the work items are (tile, K range), each split writes its partial
+/// tile to the fp32 workspace and the last of a tile's splits finishes it (kernel/wgmma.cuh).
+template <class T, int BM_, int BN_, int Stages_, int MinBlocks_ = 1, bool PingPong_ = false,
+          int Splits_ = 1>
 struct wgmma_config {
   using element = T;
   /// One 128-byte swizzled row of K per tile row: 64 16-bit elements or 32 TF32 ones.
   static constexpr int BM = BM_, BN = BN_, BK = 128 / int(sizeof(T)), stages = Stages_;
   static constexpr int min_blocks = MinBlocks_;
   static constexpr bool pingpong = PingPong_;
-  static constexpr int splits = 1;
+  static constexpr int splits = Splits_;
   static constexpr int consumers = (BM == 64 && !pingpong) ? 1 : 2;
   static constexpr int WG = consumers;
   static constexpr int m_atoms = pingpong ? BM / 64 : BM / consumers / 64; // m64 MMAs per K step
@@ -87,6 +90,9 @@ struct wgmma_config {
   static_assert(m_atoms * BN <= 256, "cufuse: a wgmma consumer holds at most 128 accumulators");
   static_assert(BM == 64 || BM == 128 || BM == 256, "cufuse: wgmma tiles are 64, 128 or 256 rows");
   static_assert(BN == 128 || BN == 256, "cufuse: wgmma tiles are 128 or 256 columns wide");
+  static_assert(splits == 1 || (!pingpong && splits <= 4),
+                "cufuse: wgmma split-K tiles are cooperative, with at most 4 splits (finished in "
+                "the kernel)");
   static_assert(smem_bytes <= 227 * 1024,
                 "cufuse: wgmma tile ring exceeds 227 KiB of shared memory");
   static_assert(min_blocks * (smem_bytes + 1024) <= 228 * 1024,
@@ -189,26 +195,28 @@ struct wgmma_thread {
   CUFUSE_DEVICE_FN int atom_row(int ma) const { return atom(ma) * 64; }
 };
 
-/// The producer: one thread walks the block's tiles (`sched`) and loads each tile's K tiles into
-/// the ring. `AMn` / `BMn`: the operand is stored M- / N-major (boxes of 128 bytes of M/N x BK
-/// K-rows); `map_a` / `map_b` describe A and B as stored (3-D: inner, outer, batch).
+/// The producer: one thread walks the block's work items (`sched`: tiles, and K ranges under
+/// split-K) and loads each one's K tiles into the ring. `AMn` / `BMn`: the operand is stored M- /
+/// N-major (boxes of 128 bytes of M/N x BK K-rows); `map_a` / `map_b` describe A and B as stored
+/// (3-D: inner, outer, batch).
 template <class Cfg, bool AMn, bool BMn>
 CUFUSE_DEVICE_FN void wgmma_produce(const wgmma_smem<Cfg>& sm, const CUtensorMap* map_a,
                                     const CUtensorMap* map_b, const gemm_args& p,
-                                    const persistent_tiles<Cfg::BM, Cfg::BN>& sched, int ktiles) {
+                                    const persistent_tiles<Cfg::BM, Cfg::BN>& sched) {
   constexpr int BK = Cfg::BK, S = Cfg::stages;
   constexpr int mn_box = BK, mn_box_bytes = BK * 128;
   int it = 0;
-  for (int tile = sched.first(0); tile < sched.work; tile = sched.next(tile, 1)) {
-    const int batch = sched.batch_of(tile);
-    const block_work w = sched.template at<int(sizeof(typename Cfg::element))>(p, tile, batch);
-    const int ba = p.stride_a != 0 ? batch : 0;
-    const int bb = p.stride_b != 0 ? batch : 0;
+  for (int item = sched.first(0); item < sched.work; item = sched.next(item, 1)) {
+    const block_work w =
+        sched.template at<int(sizeof(typename Cfg::element))>(p, item, sched.plane_of(item));
+    const int ba = p.stride_a != 0 ? w.batch : 0;
+    const int bb = p.stride_b != 0 ? w.batch : 0;
+    const int ktiles = w.k_tiles<BK>();
     for (int t = 0; t < ktiles; ++t, ++it) {
       const int s = it % S;
       mbar_wait(sm.empty(s), ((it / S) & 1) ^ 1); // first round: passes at once
       mbar_expect_tx(sm.full(s), Cfg::stage_bytes);
-      const int k0 = t * BK;
+      const int k0 = w.k_begin + t * BK;
       if constexpr (AMn) {
         for (int j = 0; j < Cfg::BM / mn_box; ++j) {
           tma_load(sm.slot_a(s) + j * mn_box_bytes, map_a, sm.full(s), w.m0 + mn_box * j, k0, ba);
