@@ -16,6 +16,25 @@ CUFUSE_INLINE T exp_(T x) {
     return ::exp(x);
   }
 }
+
+/// x / (1 + exp(-y)), the shape of sigmoid, silu and gelu_tanh. fp32 on the GPU: ex2.approx and
+/// a division by reciprocal (a few ulp, within 4e-6 relative over the activations' useful
+/// range), about 8 instructions where expf and an IEEE division take about 30 (GEMM epilogues
+/// evaluate one per output element: bench/JOURNAL.md e4). Elsewhere, and for double, the
+/// accurate forms. The limits hold: exp overflowing to inf gives x * 0 (a signed zero), and
+/// a NaN stays NaN.
+template <class T>
+CUFUSE_INLINE T over_one_plus_exp_neg(T x, T y) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<T, float>) {
+    return __fdividef(x, 1.0f + __expf(-y));
+  } else {
+    return x / (T(1) + exp_(-y));
+  }
+#else
+  return x / (T(1) + exp_(-y));
+#endif
+}
 } // namespace detail_act
 
 /// 1 / (1 + exp(-x)).
@@ -24,7 +43,7 @@ struct sigmoid : floating_result {
   CUFUSE_INLINE auto apply(A a) const {
     using T = opmath_t<cufuse::detail::floating_t<C>>;
     const T x = convert<T>(a);
-    return T(1) / (T(1) + detail_act::exp_(-x));
+    return detail_act::over_one_plus_exp_neg(T(1), x);
   }
 };
 
@@ -53,19 +72,16 @@ struct gelu : floating_result {
   }
 };
 
-/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as torch's gelu(approximate='tanh').
+/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as torch's gelu(approximate='tanh'),
+/// computed as x / (1 + exp(-2 u)) with u the tanh's argument: the same function (1 + tanh(u) =
+/// 2 / (1 + exp(-2u))), without the cancellation of 1 + tanh(u) for x below -3.
 struct gelu_tanh : floating_result {
   template <class C, class A>
   CUFUSE_INLINE auto apply(A a) const {
     using T = opmath_t<cufuse::detail::floating_t<C>>;
     const T x = convert<T>(a);
-    constexpr T k = T(0.79788456080286535588); // sqrt(2/pi)
-    const T inner = k * (x + T(0.044715) * x * x * x);
-    if constexpr (std::is_same_v<T, float>) {
-      return T(0.5) * x * (T(1) + ::tanhf(inner));
-    } else {
-      return T(0.5) * x * (T(1) + ::tanh(inner));
-    }
+    constexpr T k2 = T(2 * 0.79788456080286535588); // 2 sqrt(2/pi)
+    return detail_act::over_one_plus_exp_neg(x, k2 * (x + T(0.044715) * x * x * x));
   }
 };
 
@@ -75,7 +91,7 @@ struct silu : floating_result {
   CUFUSE_INLINE auto apply(A a) const {
     using T = opmath_t<cufuse::detail::floating_t<C>>;
     const T x = convert<T>(a);
-    return x / (T(1) + detail_act::exp_(-x));
+    return detail_act::over_one_plus_exp_neg(x, x);
   }
 };
 
