@@ -133,6 +133,26 @@ void mlp(index_t tokens, index_t d, index_t hid, cublasHandle_t h, bench::timer&
     cufuse_tools::cublas_gemm(h, p1, cufuse::current_stream());
     cufuse_tools::cublas_gemm(h, p2, cufuse::current_stream());
   }));
+  {
+    const auto plain1 = best_of(
+        cufuse::gemm_variants(xn, w1t, hh),
+        [&](const std::string& v) {
+          cufuse::gemm(xn, w1t, hh, 1.0f, 0.0f, cufuse::current_stream(), with_variant({}, v));
+        },
+        tm);
+    const auto plain2 = best_of(
+        cufuse::gemm_variants(hh, w2t, y),
+        [&](const std::string& v) {
+          cufuse::gemm(hh, w2t, y, 1.0f, 0.0f, cufuse::current_stream(), with_variant({}, v));
+        },
+        tm);
+    const auto o1 = with_variant({}, plain1.first), o2 = with_variant({}, plain2.first);
+    report(workload, "bf16", "cufuse GEMMs alone", tm.median_ms([&] {
+      cufuse::gemm(xn, w1t, hh, 1.0f, 0.0f, cufuse::current_stream(), o1);
+      cufuse::gemm(hh, w2t, y, 1.0f, 0.0f, cufuse::current_stream(), o2);
+    }),
+           plain1.first + " + " + plain2.first);
+  }
   report(workload, "bf16", "cufuse layer_norm alone",
          tm.median_ms([&] { xn = cufuse::layer_norm(x, g, beta, 1e-5f); }));
   const auto e1 = cufuse::gelu_tanh(cufuse::acc + b1);

@@ -21,6 +21,14 @@
 #include "../mainloop/wgmma.cuh"
 #include "linear_combination.cuh"
 
+/// Groups per chunk of the expression epilogue's load pipeline (store_tile_ahead): the operands
+/// of one group are loaded while the group before is computed and stored. 4 (4 pairs per group
+/// for 16-bit C): no spill beyond 96 bytes at 168 registers; 2 spilled up to 620, 1 up to 1976.
+/// A compile-time knob for measurements (bench/JOURNAL.md e4), not an interface.
+#ifndef CUFUSE_EPI_GROUPS
+#define CUFUSE_EPI_GROUPS 4
+#endif
+
 namespace cufuse::gemm_detail {
 
 /// Direct stores of one tile's accumulators (`th`'s fragments) at the tile `w`. `Out`: C's
@@ -276,11 +284,135 @@ private:
     st_shared_f32x2(addr, value<RC>(eb, a0, c[0], row, col), value<RC>(eb, a1, c[1], row, col + 1));
   }
 
+  /// The pairs of one chunk (pair_at::addr: the offset in the chunk's buffer).
+  template <int NPC>
+  struct chunk_pairs {
+    pair_at p[NPC];
+  };
+
+  /// Every chunk of the tile for an epilogue that reads its operands in pairs (expression
+  /// epilogues: Epi::fetch_pair): the operands of chunk c + 1 are loaded before chunk c waits
+  /// on its buffer, computes and stores, so that their latency hides behind chunk c's work. One
+  /// chunk at a time left each chunk waiting on its own loads: a fused epilogue cost as much as
+  /// a second pass (bench/JOURNAL.md e4).
+  template <int OS, int Ahead>
+  CUFUSE_DEVICE_FN void store_tile_ahead(const float (&acc)[MA][BN / 2], const block_work& w,
+                                         int bc, const Epi& eb) {
+    constexpr int CW = SwapC ? 32 : 128 / OS; // C columns (SwapC: C rows) of a chunk
+    constexpr int CPA = BN / CW;              // chunks per 64-row atom
+    constexpr int NPC = SwapC ? 8 : CW / 4;   // a thread's pairs in a chunk
+    constexpr int NC = MA * CPA;
+    static_assert(!SwapC || OS == 4, "cufuse: the transposed (TF32) tile stores fp32");
+    using F = typename Epi::fetched_pair;
+    const auto pairs = [&](int c) {
+      chunk_pairs<NPC> r;
+      const int ma = c / CPA, ch = c % CPA;
+      const int r0 = th.atom_row(ma);
+      if constexpr (SwapC) {
+        const int box = th.rs_row >> 5, rr = th.rs_row & 31;
+        const auto off = [&](int cr) {
+          return unsigned(box * 4096 + cr * 128 + (((rr >> 2) ^ (cr & 7)) << 4) + (rr & 3) * 4);
+        };
+        CUFUSE_UNROLL
+        for (int jj = 0; jj < 4; ++jj) {
+          const int j = ch * 4 + jj, cc = jj * 8 + 2 * th.q;
+          const std::int64_t row = w.n0 + ch * 32 + cc, col = w.m0 + r0 + th.rs_row;
+          const float* a = acc[ma] + j * 4;
+          r.p[2 * jj] = pair_at{a[0], a[2], off(cc), row, col};
+          r.p[2 * jj + 1] = pair_at{a[1], a[3], off(cc + 1), row + 1, col};
+        }
+      } else {
+        const int ra = th.row_a(), rb = th.row_b();
+        CUFUSE_UNROLL
+        for (int jj = 0; jj < CW / 8; ++jj) {
+          const int j = ch * (CW / 8) + jj;
+          const std::int64_t row_a = w.m0 + r0 + ra, row_b = w.m0 + r0 + rb;
+          const std::int64_t col = w.n0 + j * 8 + 2 * th.q;
+          const float* a = acc[ma] + j * 4;
+          const int u = OS == 2 ? jj : 2 * jj + (th.q >> 1);
+          const int within = OS == 2 ? 4 * th.q : (th.q & 1) * 8;
+          r.p[2 * jj] =
+              pair_at{a[0], a[1], unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within), row_a, col};
+          r.p[2 * jj + 1] =
+              pair_at{a[2], a[3], unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within), row_b, col};
+        }
+      }
+      return r;
+    };
+    // The pipeline runs over groups of G pairs (GPC per chunk): holding a whole chunk's
+    // operands ahead spilled 424-1976 bytes at 168 registers (two operands, 128 accumulators).
+    constexpr int GPC = Ahead, G = NPC / GPC, NG = NC * GPC;
+    static_assert(NPC % GPC == 0, "cufuse: a chunk's pairs split into equal groups");
+    struct fetched_group {
+      F f[G];
+    };
+    // TMA clips what lies outside C, but the epilogue must not read there: loads predicated on
+    // the position (not clamped positions, which cost a compare and select per pair and broke
+    // the affine addresses).
+    const auto fetch = [&](int g) {
+      const chunk_pairs<NPC> cp = pairs(g / GPC);
+      fetched_group f;
+      CUFUSE_UNROLL
+      for (int i = 0; i < G; ++i) {
+        const pair_at& q = cp.p[(g % GPC) * G + i];
+        const bool in_row = q.row < c_rows;
+        f.f[i] = eb.fetch_pair(q.a0, q.a1, q.row, q.col, in_row && q.col < c_cols,
+                               in_row && q.col + 1 < c_cols);
+      }
+      return f;
+    };
+    fetched_group next = fetch(0);
+    unsigned buf = 0;
+    CUFUSE_UNROLL
+    for (int g = 0; g < NG; ++g) {
+      const int c = g / GPC;
+      const chunk_pairs<NPC> cp = pairs(c);
+      const fetched_group cur = next;
+      if (g + 1 < NG) {
+        next = fetch(g + 1);
+      }
+      if (g % GPC == 0) {
+        buf = begin_chunk<false>(w, bc, c);
+      }
+      CUFUSE_UNROLL
+      for (int i = 0; i < G; ++i) {
+        const pair_at& q = cp.p[(g % GPC) * G + i];
+        float v0, v1;
+        Epi::value_pair(cur.f[i], v0, v1);
+        extra(eb, q.a0, q.a1, q.row, q.col);
+        if constexpr (OS == 2) {
+          st_shared_b32(buf + q.addr, pack_out16(v0, v1, p.out_type));
+        } else {
+          st_shared_f32x2(buf + q.addr, v0, v1);
+        }
+      }
+      if (g % GPC != GPC - 1) {
+        continue;
+      }
+      end_chunk();
+      if (leader) {
+        const int ma = c / CPA, ch = c % CPA;
+        const int r0 = th.atom_row(ma);
+        if constexpr (SwapC) {
+          tma_store(map_c, buf, w.m0 + r0, w.n0 + ch * 32, bc);
+          tma_store(map_c, buf + 4096, w.m0 + r0 + 32, w.n0 + ch * 32, bc);
+        } else {
+          tma_store(map_c, buf, w.n0 + ch * CW, w.m0 + r0, bc);
+        }
+        bulk_commit();
+      }
+    }
+  }
+
   /// Every chunk of the tile, for C elements of OS bytes.
   template <int OS, class WithC>
   CUFUSE_DEVICE_FN void store_tile(WithC, const float (&acc)[MA][BN / 2], const block_work& w,
                                    int bc, const Epi& eb) {
     constexpr bool RC = WithC::value;
+    if constexpr (!RC && requires { typename Epi::fetched_pair; }) {
+      store_tile_ahead<OS, CUFUSE_EPI_GROUPS>(acc, w, bc, eb);
+      return;
+    }
     int c_local = 0; // the chunk's number in the tile
     CUFUSE_UNROLL
     for (int ma = 0; ma < MA; ++ma) {
