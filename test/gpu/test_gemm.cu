@@ -190,8 +190,10 @@ template <class T, class TC>
 void any_align_mma(const dims& d, int offset, int pad, std::mt19937& rng,
                    const cufuse::gemm_options& base = {}) {
   int tried = 0;
-  for (int tr = 0; tr < 4; ++tr) {
-    const layout l{(tr & 2) != 0, (tr & 1) != 0, offset, tr % 2 == 0, pad};
+  // Layouts 4-7: B 16-byte aligned, A not (the tiles' 16-byte load path for B).
+  for (int tr = 0; tr < 8; ++tr) {
+    layout l{(tr & 2) != 0, (tr & 1) != 0, offset, tr % 2 == 0, pad};
+    l.b_aligned = tr >= 4;
     for (const std::string& v : variants_for<T, TC>(d, l, base)) {
       if (v.find("_mma_") == std::string::npos) {
         continue;
@@ -214,7 +216,7 @@ void any_align_mma(const dims& d, int offset, int pad, std::mt19937& rng,
       CHECK(chosen.find("_mma_") != std::string::npos);
     }
   }
-  CHECK(tried >= 12); // three tiles, four layouts
+  CHECK(tried >= 24); // three tiles, eight layouts
 }
 
 TEST_CASE("gemm: fp16 / bf16 / TF32 tensor cores at any alignment (offsets of 2, 4, 8, 12 "

@@ -31,6 +31,12 @@ struct layout {
   /// then store C through TMA (and load it so when beta != 0). Else ldc = n + 3 (odd strides).
   bool aligned_c = false;
   int ld_pad = 0;
+  /// B 16-byte aligned (offset 0, leading dimension a multiple of 8 elements) while A keeps
+  /// `unaligned`: the any-alignment tiles then load B in 16-byte pieces and A in smaller ones.
+  bool b_aligned = false;
+  /// B's offset and leading-dimension padding in this layout.
+  int b_unaligned() const { return b_aligned ? 0 : unaligned; }
+  int b_ld_pad() const { return b_aligned ? 0 : ld_pad; }
 };
 struct scaling {
   float alpha, beta;
@@ -106,11 +112,12 @@ struct stand_in {
 
   stand_in(const dims& d, const layout& l, long long ldc) {
     const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, 1, l.ld_pad);
-    const auto sb = shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.unaligned, 1, l.ld_pad);
+    const auto sb =
+        shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.b_unaligned(), 1, l.b_ld_pad());
     const std::uintptr_t base = std::uintptr_t(1) << 20;
-    const T* p = reinterpret_cast<const T*>(base) + l.unaligned;
-    a = {p, sa.rows, sa.cols, sa.ld, l.ta, 1, 0};
-    b = {p, sb.rows, sb.cols, sb.ld, l.tb, 1, 0};
+    const T* p = reinterpret_cast<const T*>(base);
+    a = {p + l.unaligned, sa.rows, sa.cols, sa.ld, l.ta, 1, 0};
+    b = {p + l.b_unaligned(), sb.rows, sb.cols, sb.ld, l.tb, 1, 0};
     c = {reinterpret_cast<TC*>(base), d.m, d.n, ldc, false, 1, 0};
   }
 };
@@ -151,16 +158,18 @@ void check_gemm(const dims& d, const layout& l, const scaling& sc, data_kind kin
                 bool sampled = false) {
   INFO("m " << d.m << " n " << d.n << " k " << d.k << " op " << (l.ta ? 'T' : 'N')
             << (l.tb ? 'T' : 'N') << " unaligned " << l.unaligned << " ld pad " << l.ld_pad
+            << " B aligned " << l.b_aligned
             << " aligned C " << l.aligned_c << " alpha " << sc.alpha << " beta " << sc.beta
             << " batch " << batch << " variant '" << opt.variant << "'"
             << " math " << int(opt.math));
   const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, batch, l.ld_pad);
-  const auto sb = shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.unaligned, batch, l.ld_pad);
+  const auto sb =
+      shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.b_unaligned(), batch, l.b_ld_pad());
   // Padding columns that must stay untouched: three, or 8 to 15 with an aligned C.
   const long long ldc = l.aligned_c ? (d.n + 7) / 8 * 8 + 8 : d.n + 3;
   const long long stride_c = batch > 1 ? d.m * ldc + (l.aligned_c ? 8 : 5) : 0;
   const long long na = l.unaligned + (batch - 1) * sa.stride + sa.rows * sa.ld;
-  const long long nb = l.unaligned + (batch - 1) * sb.stride + sb.rows * sb.ld;
+  const long long nb = l.b_unaligned() + (batch - 1) * sb.stride + sb.rows * sb.ld;
   const long long nc = (batch - 1) * stride_c + d.m * ldc;
 
   std::vector<float> ha(na), hb(nb), hc(nc);
@@ -201,7 +210,8 @@ void check_gemm(const dims& d, const layout& l, const scaling& sc, data_kind kin
 
   auto a = cufuse::batched_matrix(static_cast<const T*>(da.data()) + l.unaligned, batch, sa.rows,
                                   sa.cols, sa.ld, sa.stride);
-  auto b = cufuse::batched_matrix(static_cast<const T*>(db.data()) + l.unaligned, batch, sb.rows,
+  auto b = cufuse::batched_matrix(static_cast<const T*>(db.data()) + l.b_unaligned(), batch,
+                                  sb.rows,
                                   sb.cols, sb.ld, sb.stride);
   auto c = cufuse::batched_matrix(dc.data(), batch, d.m, d.n, ldc, stride_c);
   auto opa = l.ta ? cufuse::transpose(a) : a;
@@ -242,7 +252,7 @@ void check_gemm(const dims& d, const layout& l, const scaling& sc, data_kind kin
     return double(l.ta ? ha[off + kk * sa.ld + i] : ha[off + i * sa.ld + kk]);
   };
   auto B = [&](int bi, long long kk, long long j) {
-    const long long off = l.unaligned + bi * sb.stride;
+    const long long off = l.b_unaligned() + bi * sb.stride;
     return double(l.tb ? hb[off + j * sb.ld + kk] : hb[off + kk * sb.ld + j]);
   };
   long long bad = 0;
