@@ -118,7 +118,9 @@ struct wgmma_tma_store {
         store_tile<2>(with_c, acc, w, bc, eb);
       }
     };
-    if (read_c) {
+    if constexpr (requires { typename Epi::fetched_pair; }) {
+      by_type(std::false_type{}); // expression epilogues never read C (reads_c is false)
+    } else if (read_c) {
       by_type(std::true_type{});
     } else {
       by_type(std::false_type{});
@@ -192,8 +194,7 @@ private:
                                std::int64_t col) const {
     if constexpr (Epi::loads) {
       // TMA clips what lies outside C, but the epilogue must not read there: it reads at the
-      // position clamped into C (a value never stored). Clamped, not branched around, so that
-      // the loads of a chunk carry no branch and go out together (store_pairs).
+      // position clamped into C (a value never stored).
       row = row < c_rows ? row : c_rows - 1;
       col = col < c_cols ? col : c_cols - 1;
     }
@@ -207,43 +208,6 @@ private:
     unsigned addr;
     std::int64_t row, col;
   };
-
-  /// A chunk's pairs into its buffer, as OS-byte elements (RC: C's values are read from there
-  /// first), for an epilogue that reads memory: every value of the chunk first, then the stores.
-  /// The shared stores are compiler barriers (inline PTX with a memory clobber): pair by pair
-  /// (store_tile's loop for the standard epilogue, which reads no memory of its own), each of
-  /// the epilogue's global loads would be waited on alone, between two stores.
-  template <bool RC, int OS, int NP>
-  CUFUSE_DEVICE_FN void store_pairs(const Epi& eb, const pair_at (&pr)[NP]) const {
-    static_assert(Epi::loads, "cufuse: the standard epilogue stores pair by pair (store_tile)");
-    float c[NP][2];
-    CUFUSE_UNROLL
-    for (int i = 0; i < NP; ++i) {
-      c[i][0] = c[i][1] = 0.0f;
-      if constexpr (RC && OS == 2) {
-        const unsigned pair = ld_shared_b32(pr[i].addr); // C's pair, as stored
-        c[i][0] = load_out(&pair, 0, p.out_type);
-        c[i][1] = load_out(&pair, 1, p.out_type);
-      } else if constexpr (RC) {
-        ld_shared_f32x2(pr[i].addr, c[i][0], c[i][1]);
-      }
-    }
-    float v[NP][2];
-    CUFUSE_UNROLL
-    for (int i = 0; i < NP; ++i) {
-      v[i][0] = value<RC>(eb, pr[i].a0, c[i][0], pr[i].row, pr[i].col);
-      v[i][1] = value<RC>(eb, pr[i].a1, c[i][1], pr[i].row, pr[i].col + 1);
-    }
-    CUFUSE_UNROLL
-    for (int i = 0; i < NP; ++i) {
-      extra(eb, pr[i].a0, pr[i].a1, pr[i].row, pr[i].col);
-      if constexpr (OS == 2) {
-        st_shared_b32(pr[i].addr, pack_out16(v[i][0], v[i][1], p.out_type));
-      } else {
-        st_shared_f32x2(pr[i].addr, v[i][0], v[i][1]);
-      }
-    }
-  }
 
   /// The epilogue's further outputs of accumulators a0, a1 at (row, col), (row, col + 1).
   CUFUSE_DEVICE_FN void extra(const Epi& eb, float a0, float a1, std::int64_t row,
@@ -404,15 +368,22 @@ private:
     }
   }
 
-  /// Every chunk of the tile, for C elements of OS bytes.
+  /// Every chunk of the tile, for C elements of OS bytes: expression epilogues through
+  /// store_tile_ahead, the standard one pair by pair (it reads no memory of its own, but C
+  /// through the buffers when RC).
   template <int OS, class WithC>
   CUFUSE_DEVICE_FN void store_tile(WithC, const float (&acc)[MA][BN / 2], const block_work& w,
                                    int bc, const Epi& eb) {
-    constexpr bool RC = WithC::value;
-    if constexpr (!RC && requires { typename Epi::fetched_pair; }) {
+    if constexpr (!WithC::value && requires { typename Epi::fetched_pair; }) {
       store_tile_ahead<OS, CUFUSE_EPI_GROUPS>(acc, w, bc, eb);
-      return;
+    } else {
+      store_tile_pairs<OS, WithC::value>(acc, w, bc, eb);
     }
+  }
+
+  template <int OS, bool RC>
+  CUFUSE_DEVICE_FN void store_tile_pairs(const float (&acc)[MA][BN / 2], const block_work& w,
+                                         int bc, const Epi& eb) {
     int c_local = 0; // the chunk's number in the tile
     CUFUSE_UNROLL
     for (int ma = 0; ma < MA; ++ma) {
@@ -427,26 +398,13 @@ private:
         CUFUSE_UNROLL
         for (int ch = 0; ch < BN / 32; ++ch) {
           const unsigned buf = begin_chunk<RC>(w, bc, c_local++);
-          if constexpr (Epi::loads) {
-            pair_at pr[8];
-            CUFUSE_UNROLL
-            for (int jj = 0; jj < 4; ++jj) {
-              const int j = ch * 4 + jj, c = jj * 8 + 2 * th.q;
-              const std::int64_t row = w.n0 + ch * 32 + c, col = w.m0 + r0 + th.rs_row;
-              const float* a = acc[ma] + j * 4;
-              pr[2 * jj] = pair_at{a[0], a[2], buf + off(c), row, col};
-              pr[2 * jj + 1] = pair_at{a[1], a[3], buf + off(c + 1), row + 1, col};
-            }
-            store_pairs<RC, 4>(eb, pr);
-          } else {
-            CUFUSE_UNROLL
-            for (int jj = 0; jj < 4; ++jj) {
-              const int j = ch * 4 + jj, c = jj * 8 + 2 * th.q;
-              const std::int64_t row = w.n0 + ch * 32 + c, col = w.m0 + r0 + th.rs_row;
-              const float* a = acc[ma] + j * 4;
-              pair32<RC>(eb, a[0], a[2], buf + off(c), row, col);
-              pair32<RC>(eb, a[1], a[3], buf + off(c + 1), row + 1, col);
-            }
+          CUFUSE_UNROLL
+          for (int jj = 0; jj < 4; ++jj) {
+            const int j = ch * 4 + jj, c = jj * 8 + 2 * th.q;
+            const std::int64_t row = w.n0 + ch * 32 + c, col = w.m0 + r0 + th.rs_row;
+            const float* a = acc[ma] + j * 4;
+            pair32<RC>(eb, a[0], a[2], buf + off(c), row, col);
+            pair32<RC>(eb, a[1], a[3], buf + off(c + 1), row + 1, col);
           }
           end_chunk();
           if (leader) {
@@ -463,44 +421,23 @@ private:
         CUFUSE_UNROLL
         for (int ch = 0; ch < BN / CW; ++ch) {
           const unsigned buf = begin_chunk<RC>(w, bc, c_local++);
-          if constexpr (Epi::loads) {
-            pair_at pr[CW / 4];
-            CUFUSE_UNROLL
-            for (int jj = 0; jj < CW / 8; ++jj) {
-              const int j = ch * (CW / 8) + jj;
-              const std::int64_t row_a = w.m0 + r0 + ra, row_b = w.m0 + r0 + rb;
-              const std::int64_t col = w.n0 + j * 8 + 2 * th.q;
-              const float* a = acc[ma] + j * 4;
-              // 16-bit: a pair is one 32-bit word of a 16-byte unit; fp32: two words
-              const int u = OS == 2 ? jj : 2 * jj + (th.q >> 1);
-              const int within = OS == 2 ? 4 * th.q : (th.q & 1) * 8;
-              pr[2 * jj] =
-                  pair_at{a[0], a[1], buf + unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within),
-                          row_a, col};
-              pr[2 * jj + 1] =
-                  pair_at{a[2], a[3], buf + unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within),
-                          row_b, col};
-            }
-            store_pairs<RC, OS>(eb, pr);
-          } else {
-            CUFUSE_UNROLL
-            for (int jj = 0; jj < CW / 8; ++jj) {
-              const int j = ch * (CW / 8) + jj;
-              const std::int64_t row_a = w.m0 + r0 + ra, row_b = w.m0 + r0 + rb;
-              const std::int64_t col = w.n0 + j * 8 + 2 * th.q;
-              const float* a = acc[ma] + j * 4;
-              if constexpr (OS == 2) {
-                const unsigned lo = buf + unsigned(ra * 128 + ((jj ^ (ra & 7)) << 4) + 4 * th.q);
-                const unsigned hi = buf + unsigned(rb * 128 + ((jj ^ (rb & 7)) << 4) + 4 * th.q);
-                pair16<RC>(eb, a[0], a[1], lo, row_a, col);
-                pair16<RC>(eb, a[2], a[3], hi, row_b, col);
-              } else {
-                const int u = 2 * jj + (th.q >> 1), within = (th.q & 1) * 8;
-                pair32<RC>(eb, a[0], a[1],
-                           buf + unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within), row_a, col);
-                pair32<RC>(eb, a[2], a[3],
-                           buf + unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within), row_b, col);
-              }
+          CUFUSE_UNROLL
+          for (int jj = 0; jj < CW / 8; ++jj) {
+            const int j = ch * (CW / 8) + jj;
+            const std::int64_t row_a = w.m0 + r0 + ra, row_b = w.m0 + r0 + rb;
+            const std::int64_t col = w.n0 + j * 8 + 2 * th.q;
+            const float* a = acc[ma] + j * 4;
+            if constexpr (OS == 2) {
+              const unsigned lo = buf + unsigned(ra * 128 + ((jj ^ (ra & 7)) << 4) + 4 * th.q);
+              const unsigned hi = buf + unsigned(rb * 128 + ((jj ^ (rb & 7)) << 4) + 4 * th.q);
+              pair16<RC>(eb, a[0], a[1], lo, row_a, col);
+              pair16<RC>(eb, a[2], a[3], hi, row_b, col);
+            } else {
+              const int u = 2 * jj + (th.q >> 1), within = (th.q & 1) * 8;
+              pair32<RC>(eb, a[0], a[1], buf + unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within),
+                         row_a, col);
+              pair32<RC>(eb, a[2], a[3], buf + unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within),
+                         row_b, col);
             }
           }
           end_chunk();
