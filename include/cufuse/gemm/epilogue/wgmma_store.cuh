@@ -201,8 +201,8 @@ private:
     return eb.template value<RC>(p, a, c, row, col);
   }
 
-  /// One pair of a chunk: accumulators a0, a1 for C's (row, col), (row, col + 1), at buffer
-  /// address `addr`.
+  /// One pair of a chunk (store_tile_ahead): accumulators a0, a1 for C's (row, col), (row,
+  /// col + 1), at offset `addr` in the chunk's buffer.
   struct pair_at {
     float a0, a1;
     unsigned addr;
