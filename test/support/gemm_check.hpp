@@ -112,8 +112,7 @@ struct stand_in {
 
   stand_in(const dims& d, const layout& l, long long ldc) {
     const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, 1, l.ld_pad);
-    const auto sb =
-        shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.b_unaligned(), 1, l.b_ld_pad());
+    const auto sb = shape_of(l.tb ? d.n : d.k, l.tb ? d.k : d.n, l.b_unaligned(), 1, l.b_ld_pad());
     const std::uintptr_t base = std::uintptr_t(1) << 20;
     const T* p = reinterpret_cast<const T*>(base);
     a = {p + l.unaligned, sa.rows, sa.cols, sa.ld, l.ta, 1, 0};
@@ -158,9 +157,8 @@ void check_gemm(const dims& d, const layout& l, const scaling& sc, data_kind kin
                 bool sampled = false) {
   INFO("m " << d.m << " n " << d.n << " k " << d.k << " op " << (l.ta ? 'T' : 'N')
             << (l.tb ? 'T' : 'N') << " unaligned " << l.unaligned << " ld pad " << l.ld_pad
-            << " B aligned " << l.b_aligned
-            << " aligned C " << l.aligned_c << " alpha " << sc.alpha << " beta " << sc.beta
-            << " batch " << batch << " variant '" << opt.variant << "'"
+            << " B aligned " << l.b_aligned << " aligned C " << l.aligned_c << " alpha " << sc.alpha
+            << " beta " << sc.beta << " batch " << batch << " variant '" << opt.variant << "'"
             << " math " << int(opt.math));
   const auto sa = shape_of(l.ta ? d.k : d.m, l.ta ? d.m : d.k, l.unaligned, batch, l.ld_pad);
   const auto sb =
@@ -211,8 +209,7 @@ void check_gemm(const dims& d, const layout& l, const scaling& sc, data_kind kin
   auto a = cufuse::batched_matrix(static_cast<const T*>(da.data()) + l.unaligned, batch, sa.rows,
                                   sa.cols, sa.ld, sa.stride);
   auto b = cufuse::batched_matrix(static_cast<const T*>(db.data()) + l.b_unaligned(), batch,
-                                  sb.rows,
-                                  sb.cols, sb.ld, sb.stride);
+                                  sb.rows, sb.cols, sb.ld, sb.stride);
   auto c = cufuse::batched_matrix(dc.data(), batch, d.m, d.n, ldc, stride_c);
   auto opa = l.ta ? cufuse::transpose(a) : a;
   auto opb = l.tb ? cufuse::transpose(b) : b;

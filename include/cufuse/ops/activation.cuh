@@ -21,8 +21,8 @@ CUFUSE_INLINE T exp_(T x) {
 /// (ex2.approx; its error grows with |y|, about 2 + 1.2 |y| ulp) and a division by reciprocal,
 /// about 8 instructions where expf and an IEEE division take about 30 (GEMM epilogues evaluate
 /// one per output element: bench/JOURNAL.md e4); the GPU tests hold it to the same 1e-5 relative
-/// bound as the other fp32 functions. Elsewhere, and for double, the accurate forms. The limits hold: exp overflowing to inf gives x * 0 (a signed zero), and
-/// a NaN stays NaN.
+/// bound as the other fp32 functions. Elsewhere, and for double, the accurate forms. The limits
+/// hold: exp overflowing to inf gives x * 0 (a signed zero), and a NaN stays NaN.
 template <class T>
 CUFUSE_INLINE T over_one_plus_exp_neg(T x, T y) {
 #if defined(__CUDA_ARCH__)
