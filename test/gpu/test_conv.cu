@@ -27,7 +27,8 @@ namespace {
 using index_t = cufuse::index_t;
 
 // Implicit-GEMM variants that run a convolution whose channels come in 16-byte chunks: the
-// tensor-core tiles (conv.cuh's for_each_mma_config) and the SIMT kernel.
+// gathering tensor-core tiles (conv.cuh's for_each_mma_config) and the SIMT kernel; the halo
+// tiles (halo_variants) run some of them too.
 constexpr std::size_t half_variants = 7; // fp16 / bf16
 constexpr std::size_t tf32_variants = 4; // fp32 under gemm_math::tf32
 
@@ -35,6 +36,29 @@ struct conv_case {
   index_t n, h, w, c, k, r, s;
   cufuse::conv2d_params prm;
 };
+
+/// The halo tiles that run case t (conv/mma.cuh's halo_config), by their documented rules:
+/// stride and dilation 1, an output as large as the input, C a multiple of the tile's reduction
+/// step, at least stages - 1 and at most 32 taps, (R - 1) W + S - 1 within the tile's halo. X is
+/// dense here. fp16 / bf16: 128x64x32 s4 halo128, 128x64x64 s3 halo64, 64x64x64 s4 halo64; TF32:
+/// 128x64x32 s3 halo128, 64x64x32 s4 halo64.
+std::size_t halo_variants(const conv_case& t, bool tf32) {
+  const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
+  if (t.prm.stride[0] != 1 || t.prm.stride[1] != 1 || t.prm.dilation[0] != 1 ||
+      t.prm.dilation[1] != 1 || p != t.h || q != t.w || t.r * t.s > 32) {
+    return 0;
+  }
+  struct tile {
+    index_t bk, stages, extra;
+  };
+  const std::vector<tile> tiles = tf32 ? std::vector<tile>{{32, 3, 128}, {32, 4, 64}}
+                                       : std::vector<tile>{{32, 4, 128}, {64, 3, 64}, {64, 4, 64}};
+  std::size_t n = 0;
+  for (const tile& h : tiles) {
+    n += t.c % h.bk == 0 && t.r * t.s >= h.stages - 1 && (t.r - 1) * t.w + t.s - 1 <= h.extra;
+  }
+  return n;
+}
 
 std::string name_of(const conv_case& t) {
   return "N" + std::to_string(t.n) + " H" + std::to_string(t.h) + " W" + std::to_string(t.w) +
@@ -153,6 +177,13 @@ std::vector<conv_case> cases() {
       {3, 9, 8, 32, 64, 1, 1, P{.stride = {2, 2}}},                           // 1x1 stride 2
       {2, 10, 9, 16, 40, 1, 1, P{}},                                          // 1x1 forced off GEMM
       {1, 11, 12, 40, 24, 3, 2, P{.padding = {2, 0}, .padding_end = {0, 1}}}, // asymmetric
+      // Stride 1, output = input: the halo tiles run these too.
+      {2, 9, 63, 32, 24, 3, 3, P{.padding = {1, 1}}},                       // the widest halo128
+      {3, 7, 7, 128, 40, 3, 3, P{.padding = {1, 1}}},                       // tiles over 3 images
+      {1, 6, 5, 64, 72, 3, 2, P{.padding = {2, 0}, .padding_end = {0, 1}}}, // asymmetric
+      {1, 10, 12, 64, 16, 5, 5, P{.padding = {2, 2}}},                      // 25 taps
+      {1, 6, 8, 128, 16, 1, 3, P{.padding = {0, 1}}},   // 3 taps = stages - 1, 4 chunks
+      {1, 5, 9, 64, 8, 1, 2, P{.padding_end = {0, 1}}}, // 2 taps: the 3-stage halo tiles only
   };
 }
 
@@ -180,8 +211,10 @@ void run_cases(data_kind kind, cufuse::gemm_math math = cufuse::gemm_math::fp32)
     // The tensor-core tiles run every case whose channels come in 16-byte chunks.
     const bool tensor_cores = (!std::is_same_v<T, float> || tf32) && t.c % chunk == 0;
     // Otherwise fp16 / bf16 run on the element-gather tile (and SIMT), fp32 on SIMT only.
-    CHECK(names.size() == (tensor_cores ? (std::is_same_v<T, float> ? tf32_variants : half_variants)
-                                        : (sizeof(T) == 2 ? 2u : 1u)));
+    CHECK(names.size() ==
+          (tensor_cores
+               ? (std::is_same_v<T, float> ? tf32_variants : half_variants) + halo_variants(t, tf32)
+               : (sizeof(T) == 2 ? 2u : 1u)));
     if (!tensor_cores && sizeof(T) == 2) {
       CHECK(names.front() == std::string("conv_mma_") +
                                  (std::is_same_v<T, __half> ? "f16" : "bf16") +
@@ -239,7 +272,7 @@ TEST_CASE("conv2d: fused epilogue (folded batch norm, ReLU, residual), every var
       mag[e] = acc.mag[e] * std::abs(hscale[o]);
     }
     std::vector<std::string> names = cufuse::conv2d_variants(x, w, y, t.prm);
-    CHECK(names.size() == half_variants);
+    CHECK(names.size() == half_variants + halo_variants(t, false));
     names.insert(names.begin(), std::string());
     for (const std::string& v : names) {
       cufuse::gemm_options opt;
@@ -347,6 +380,54 @@ TEST_CASE("conv2d: strided views of X and Y; a view of W", "[conv]") {
   }
 }
 
+TEST_CASE("conv2d: the halo tiles read X's pixels through their stride; forced where they "
+          "cannot run, they throw",
+          "[conv]") {
+  std::mt19937 rng(Catch::rngSeed() + 13);
+  using bf16 = __nv_bfloat16;
+  using P = cufuse::conv2d_params;
+  // X = channels 32..95 of pixels 128 channels apart (rows and images dense in pixels).
+  const conv_case t{2, 8, 9, 64, 24, 3, 3, P{.padding = {1, 1}}};
+  cufuse::tensor<bf16, 4> xw({t.n, t.h, t.w, 128}), w({t.k, t.r, t.s, t.c});
+  cufuse::tensor<bf16, 4> y({t.n, t.h, t.w, t.k});
+  const auto hxw = fill(xw, data_kind::reals, rng);
+  const auto hw = fill(w, data_kind::reals, rng);
+  std::vector<float> hx(static_cast<std::size_t>(t.n * t.h * t.w * t.c));
+  for (std::size_t i = 0; i < hx.size(); ++i) {
+    hx[i] = hxw[(i / 64) * 128 + 32 + i % 64];
+  }
+  auto xv = cufuse::slice(xw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(32, 96));
+  const auto want = conv_ref(hx, hw, t, t.h, t.w);
+  const std::vector<std::string> names = cufuse::conv2d_variants(xv, w, y, t.prm);
+  CHECK(names.size() == half_variants + 3);
+  std::size_t halo = 0;
+  for (const std::string& v : names) {
+    if (v.find("_halo") == std::string::npos) {
+      continue;
+    }
+    ++halo;
+    cufuse::gemm_options opt;
+    opt.variant = v;
+    y.fill(std::numeric_limits<float>::quiet_NaN());
+    cufuse::conv2d(xv, w, y, t.prm, opt);
+    check_close<bf16>(host_of(y), want.y, want.mag, t.r * t.s * t.c, false,
+                      "bf16 channel slice, pixels 128 apart, variant '" + v + "'");
+  }
+  CHECK(halo == 3);
+  // Stride 2: no halo tile; forcing one names the rule.
+  const P s2{.stride = {2, 2}, .padding = {1, 1}};
+  cufuse::tensor<bf16, 4> x({t.n, t.h, t.w, t.c}), y2({t.n, 4, 5, t.k});
+  fill(x, data_kind::reals, rng);
+  cufuse::gemm_options opt;
+  opt.variant = "conv_mma_bf16_128x64x32_s4_halo128";
+  try {
+    cufuse::conv2d(x, w, y2, s2, opt);
+    FAIL("a halo tile ran a stride-2 convolution");
+  } catch (const cufuse::error& e) {
+    CHECK(std::string(e.what()).find("the halo tiles need stride 1") != std::string::npos);
+  }
+}
+
 TEST_CASE("conv2d: shape errors name the shapes and parameters", "[conv]") {
   cufuse::tensor<float, 4> x({1, 5, 5, 3}), w({4, 3, 3, 8}), y({1, 5, 5, 4});
   try {
@@ -403,7 +484,7 @@ TEST_CASE("conv2d: the tuner: tune_conv2d records, frozen and online modes choos
   cufuse::tuning::set_mode(cufuse::tune_mode::frozen);
 
   const std::vector<std::string> names = cufuse::conv2d_variants(x, w, y, t.prm);
-  REQUIRE(names.size() == half_variants);
+  REQUIRE(names.size() == half_variants + halo_variants(t, false));
   CHECK(!cufuse::tuning::chosen_conv2d(x, w, y, t.prm).has_value());
   const auto c = cufuse::tuning::tune_conv2d(x, w, y, t.prm, {}, 2);
   CHECK(std::find(names.begin(), names.end(), c.variant) != names.end());

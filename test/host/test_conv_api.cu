@@ -368,16 +368,20 @@ TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_a
   using cufuse::conv_detail::heuristic_choice;
   using bf16 = __nv_bfloat16;
   // bf16 variants in for_each_mma_config's order: 0 128x128x32 s5, 1 128x64x32 s5, 2 128x64x64
-  // s4, 3 64x64x64 s4, 4 64x64x32 s4, 5 64x64x64 s4 k4, 6 the element gather, 7 SIMT.
+  // s4, 3 64x64x64 s4, 4 64x64x32 s4, 5 64x64x64 s4 k4, 6 the element gather, the halo tiles 7
+  // 128x64x32 s4, 8 128x64x64 s3, 9 64x64x64 s4, 10 SIMT.
   std::vector<std::string> names;
   cufuse::conv_detail::for_each_mma_config<bf16>([&](auto cfg) {
     names.push_back(cufuse::conv_detail::mma_name<typename decltype(cfg)::type>());
   });
-  REQUIRE(names.size() == 7u);
+  REQUIRE(names.size() == 10u);
   CHECK(names[1] == "conv_mma_bf16_128x64x32_s5");
   CHECK(names[3] == "conv_mma_bf16_64x64x64_s4");
   CHECK(names[5] == "conv_mma_bf16_64x64x64_s4_k4");
   CHECK(names[6] == "conv_mma_bf16_64x64x32_s3_elem");
+  CHECK(names[7] == "conv_mma_bf16_128x64x32_s4_halo128");
+  CHECK(names[8] == "conv_mma_bf16_128x64x64_s3_halo64");
+  CHECK(names[9] == "conv_mma_bf16_64x64x64_s4_halo64");
   auto layer = [](index_t n, index_t pq, index_t k) {
     cufuse::conv_detail::conv_args a{};
     a.n = n;
@@ -386,7 +390,7 @@ TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_a
     a.k = k;
     return a;
   };
-  const std::uint32_t chunked = 0x3f | 1u << 7; // the 16-byte gathers and SIMT can run
+  const std::uint32_t chunked = 0x3f | 1u << 10; // the 16-byte gathers and SIMT can run
   // The measured fastest (bench/JOURNAL.md c3) on all but 7x7 C512 (there 128x64x64, 5% ahead).
   CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, chunked) == 1);
   CHECK(heuristic_choice<bf16>(layer(32, 28, 128), 132, chunked) == 1);
@@ -394,7 +398,72 @@ TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_a
   CHECK(heuristic_choice<bf16>(layer(32, 7, 512), 132, chunked) == 3);
   // Batch 1: 8 tiles of 64 x 64 for 132 SMs: split-K.
   CHECK(heuristic_choice<bf16>(layer(1, 7, 512), 132, chunked) == 5);
+  // A halo tile replaces the gathering tile of its size where it can run (3x3 "same").
+  const std::uint32_t halo = chunked | 7u << 7;
+  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, halo) == 7);
+  CHECK(heuristic_choice<bf16>(layer(32, 28, 128), 132, halo) == 7);
+  CHECK(heuristic_choice<bf16>(layer(32, 14, 256), 132, halo) == 9);
+  CHECK(heuristic_choice<bf16>(layer(32, 7, 512), 132, halo) == 9);
+  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, chunked | 1u << 9) == 1); // none of 1's size
+  CHECK(heuristic_choice<bf16>(layer(1, 7, 512), 132, halo) == 5);
   // C = 3: only the element gather and SIMT can run; nothing but SIMT: SIMT.
-  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 6 | 1u << 7) == 6);
-  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 7) == 7);
+  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 6 | 1u << 10) == 6);
+  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 10) == 10);
+}
+
+TEST_CASE("conv2d: which convolutions the halo tiles take", "[conv_api]") {
+  using cufuse::conv_detail::halo_fits;
+  using bf16 = __nv_bfloat16;
+  using wide =
+      cufuse::conv_detail::halo_config<cufuse::conv_detail::mma_conv_config<bf16, 128, 64, 32, 4>,
+                                       128>;
+  using narrow =
+      cufuse::conv_detail::halo_config<cufuse::conv_detail::mma_conv_config<bf16, 64, 64, 64, 4>,
+                                       64>;
+  // A dense NHWC 3x3 "same" convolution of N x H x W x C.
+  auto same = [](index_t n, index_t h, index_t w, index_t c, index_t r, index_t s) {
+    cufuse::conv_detail::conv_args a{};
+    a.n = n;
+    a.h = a.p = h;
+    a.wd = a.q = w;
+    a.c = c;
+    a.k = 64;
+    a.r = r;
+    a.s = s;
+    a.ph = (r - 1) / 2;
+    a.pw = (s - 1) / 2;
+    a.sh = a.sw = a.dh = a.dw = 1;
+    a.xs[3] = 1;
+    a.xs[2] = c;
+    a.xs[1] = w * c;
+    a.xs[0] = h * w * c;
+    return a;
+  };
+  CHECK(halo_fits<wide>(same(32, 56, 56, 64, 3, 3)));
+  CHECK(halo_fits<wide>(same(1, 5, 63, 32, 3, 3)));      // (R - 1) W + S - 1 = 128: the limit
+  CHECK(!halo_fits<wide>(same(1, 5, 64, 32, 3, 3)));     // 130
+  CHECK(!halo_fits<narrow>(same(32, 56, 56, 64, 3, 3))); // 114 > 64
+  CHECK(halo_fits<narrow>(same(32, 14, 14, 256, 3, 3)));
+  CHECK(!halo_fits<narrow>(same(32, 14, 14, 32, 3, 3))); // C not a multiple of its BK = 64
+  CHECK(halo_fits<wide>(same(2, 9, 9, 64, 1, 3)));       // 3 taps: stages - 1
+  CHECK(!halo_fits<wide>(same(2, 9, 9, 64, 1, 2)));      // 2 taps: too few for 4 stages
+  auto a = same(2, 9, 9, 64, 3, 3);
+  a.sh = 2;
+  a.p = 5;
+  CHECK(!halo_fits<wide>(a)); // stride 2
+  a = same(2, 9, 9, 64, 3, 3);
+  a.dh = a.dw = 2;
+  CHECK(!halo_fits<wide>(a)); // dilation 2 (output 7 x 7 with padding 1)
+  a = same(2, 9, 9, 64, 3, 3);
+  a.ph = a.pw = 0;
+  a.p = a.q = 7;
+  CHECK(!halo_fits<wide>(a)); // a smaller output
+  a = same(2, 9, 9, 64, 3, 3);
+  a.xs[2] = 96; // pixels 96 elements apart, rows and images dense in pixels: fits
+  a.xs[1] = 9 * 96;
+  a.xs[0] = 81 * 96;
+  CHECK(halo_fits<wide>(a));
+  a.xs[1] = 10 * 96; // padded rows: pixel m + W is not the next row's
+  a.xs[0] = 90 * 96;
+  CHECK(!halo_fits<wide>(a));
 }

@@ -224,11 +224,229 @@ struct conv_gather_elem {
   }
 };
 
+/// The halo tiles of 3x3-like convolutions with stride 1 (any R x S with R S <= 32, dilation 1,
+/// the output as large as the input: P = H, Q = W). There, output pixel m's tap (r, s) reads
+/// input pixel m + (r - ph) W + (s - pw), where it lies in the image: the A tiles of all R S
+/// taps of BM consecutive pixels are row windows of one "halo" of BM + (R - 1) W + S - 1
+/// consecutive input pixels. A block loads each BK-channel chunk of its halo once (about 2x BM
+/// rows at W = 56, instead of R S x BM gathered rows) and reads every tap's fragments from it,
+/// ldmatrix taking each lane's row from the halo, or from a zero row where the tap falls in
+/// the padding. `Extra`: the largest (R - 1) W + S - 1 the halo buffers hold.
+template <class Base, int Extra>
+struct halo_config : Base {
+  using T = typename Base::element;
+  static constexpr bool halo = true;
+  static constexpr int halo_extra = Extra;
+  static constexpr int halo_rows = Base::BM + Extra;
+  static constexpr int b_stage_bytes = Base::BN * Base::BK * int(sizeof(T));
+  static constexpr int halo_bytes = halo_rows * Base::BK * int(sizeof(T));
+  /// Stages of B, two halo buffers (a chunk's taps read one while the next chunk's fills the
+  /// other) and 16 zero bytes; the epilogue stages C in the same memory.
+  static constexpr int ring_bytes = Base::stages * b_stage_bytes + 2 * halo_bytes + 16;
+  static constexpr int smem_bytes = ring_bytes;
+  static constexpr int min_blocks = Base::threads == 128 && smem_bytes <= 72 * 1024 ? 3 : 1;
+  static_assert(Base::splits == 1, "cufuse: the halo tiles have no split-K");
+  static_assert(smem_bytes <= 227 * 1024, "cufuse: a halo tile's stages overflow shared memory");
+};
+template <class Cfg>
+inline constexpr bool halo_v = requires { Cfg::halo; };
+
+/// What the warp step reads for one tile of the reduction: the stages' shared addresses (and
+/// pointers), this lane's A fragment base (mma_frag_layout) and which A rows are zero.
+template <class T, class Rows>
+struct stage_view {
+  unsigned ra, rb;
+  const T* pa;
+  const T* pb;
+  int a_base;
+  Rows rows;
+};
+
+/// The A rows of one tap of a halo tile: bit mi of `bits`: this lane's row of fragment mi lies
+/// in the image (else it reads the 16 zero bytes at `zero`).
+struct halo_rows {
+  static constexpr bool zeroes = true;
+  unsigned bits, zero;
+  CUFUSE_DEVICE_FN bool keep(int mi) const { return (bits >> mi & 1u) != 0; }
+};
+
+/// The halo tile's loads and reads (see halo_config). Tiles of the reduction go chunk by chunk
+/// (BK channels), all taps of a chunk in turn: the chunk's first tile also loads its halo,
+/// into buffer chunk & 1. That buffer was last read by the tiles of chunk - 2, all done
+/// before the load goes out (S - 1 tiles ahead) when R S >= S - 1 (mma_eligible's halo rule).
+template <class Cfg>
+struct halo_tiles {
+  using T = typename Cfg::element;
+  static constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, E = Cfg::chunk, MI = Cfg::MI;
+  static constexpr int per_row = BK / E;
+
+  T* sb;                            // B stage 0
+  unsigned s_b, s_halo, zero;       // shared addresses: B stages, halo buffers, the zero row
+  int g0;                           // input pixel of halo row 0 (negative: before the first image)
+  int halo_copies;                  // (BM + (R - 1) W + S - 1) x per_row 16-byte copies
+  int lrow, lcol;                   // this lane's A row (warp tile included) and column (ldmatrix)
+  unsigned mask[MI];                // bit r S + s: the lane's pixel of fragment mi sees tap (r, s)
+  int load_chunk = 0, load_tap = 0; // the next tile load() fills
+  int view_chunk = 0, view_tap = 0, view_fr = 0, view_fs = 0; // the next tile view() reads
+
+  CUFUSE_DEVICE_FN halo_tiles(const conv_args& a, index_t m0, unsigned char* smem, int wm,
+                              int lane) {
+    sb = reinterpret_cast<T*>(smem);
+    s_b = gemm_detail::smem_addr(smem);
+    s_halo = s_b + unsigned(Cfg::stages * Cfg::b_stage_bytes);
+    zero = s_halo + unsigned(2 * Cfg::halo_bytes);
+    g0 = int(m0 - a.ph * a.wd - a.pw);
+    halo_copies = int(BM + (a.r - 1) * a.wd + a.s - 1) * per_row;
+    // ldmatrix rows of fragment 0 and the lane's column (mma_frag_layout::a_base, K-contiguous).
+    lrow = wm * Cfg::WTM + (Cfg::tf32 ? (lane & 7) + ((lane >> 3) & 1) * 8 : lane & 15);
+    lcol = Cfg::tf32 ? ((lane >> 4) & 1) * 4 : (lane >> 4) * 8;
+    const int pixels = int(a.n * a.h * a.wd), hw = int(a.h * a.wd);
+    CUFUSE_UNROLL
+    for (int mi = 0; mi < MI; ++mi) {
+      const int m = int(m0) + lrow + mi * 16;
+      unsigned bits = 0;
+      if (m < pixels) {
+        const int rem = m % hw, p = rem / int(a.wd), q = rem % int(a.wd);
+        for (int fr = 0; fr < int(a.r); ++fr) {
+          for (int fs = 0; fs < int(a.s); ++fs) {
+            const bool in = unsigned(p + fr - int(a.ph)) < unsigned(a.h) &&
+                            unsigned(q + fs - int(a.pw)) < unsigned(a.wd);
+            bits |= unsigned(in) << (fr * int(a.s) + fs);
+          }
+        }
+      }
+      mask[mi] = bits;
+    }
+  }
+
+  /// Zeroes the zero row (before the main loop's first barrier).
+  CUFUSE_DEVICE_FN void clear(int tid) const {
+    if (tid < 4) {
+      asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(zero + 4u * unsigned(tid)), "r"(0u));
+    }
+  }
+
+  /// Issues the next tile's copies into B stage `st` (and its chunk's halo on its first tap).
+  CUFUSE_DEVICE_FN void load(const conv_args& a, const T* x, const T* w, int n0, int st, int tid) {
+    const int c0 = load_chunk * BK;
+    if (load_tap == 0) {
+      const unsigned buf = s_halo + unsigned((load_chunk & 1) * Cfg::halo_bytes);
+      const int pixels = int(a.n * a.h * a.wd), xs = int(a.xs[2]);
+      for (int v = tid; v < halo_copies; v += Cfg::threads) {
+        const int row = v / per_row, col = (v % per_row) * E;
+        const int g = g0 + row;
+        const bool ok = unsigned(g) < unsigned(pixels);
+        const T* src = ok ? x + (g * xs + c0 + col) : x;
+        gemm_detail::cp_async16_at(buf + unsigned(gemm_detail::swz<BK, E, false>(row, col)) *
+                                             unsigned(sizeof(T)),
+                                   src, ok ? 16 : 0);
+      }
+    }
+    const int red = int(a.r * a.s * a.c);
+    gemm_detail::mma_load_tile<Cfg, BN, true>(sb + st * BN * BK, w, a.ws[0], n0,
+                                              load_tap * int(a.c) + c0, int(a.k), red, tid);
+    if (++load_tap == int(a.r * a.s)) {
+      load_tap = 0;
+      ++load_chunk;
+    }
+  }
+
+  /// The next tile's reads: its chunk's halo buffer, its tap's rows of it, B stage `st`.
+  CUFUSE_DEVICE_FN stage_view<T, halo_rows> view(const conv_args& a, int st) {
+    const int row0 = lrow + view_fr * int(a.wd) + view_fs;
+    unsigned bits = 0;
+    CUFUSE_UNROLL
+    for (int mi = 0; mi < MI; ++mi) {
+      bits |= (mask[mi] >> view_tap & 1u) << mi;
+    }
+    const unsigned rb = s_b + unsigned(st * Cfg::b_stage_bytes);
+    stage_view<T, halo_rows> v{s_halo + unsigned((view_chunk & 1) * Cfg::halo_bytes),
+                               rb,
+                               nullptr,
+                               nullptr,
+                               gemm_detail::swz<BK, E, false>(row0, lcol),
+                               halo_rows{bits, zero}};
+    ++view_tap;
+    if (++view_fs == int(a.s)) {
+      view_fs = 0;
+      if (++view_fr == int(a.r)) {
+        view_fr = 0;
+        view_tap = 0;
+        ++view_chunk;
+      }
+    }
+    return v;
+  }
+};
+
+/// The implicit GEMM's main loop over `tiles` reduction tiles through a `stages`-deep ring:
+/// load(t, st) issues tile t's copies into stage st (tiles in order), put(st) stores what the
+/// element gather fetched into registers, view(st) gives the next tile's stage_view (tiles in
+/// order). The mma.sync warp step of the GEMM kernels reads the fragments of the next k-step
+/// between the rows of MMAs.
+template <class Cfg, class Load, class Put, class View>
+CUFUSE_DEVICE_FN void conv_mainloop(float (&acc)[Cfg::MI][Cfg::NI][4], int tiles, int lane, int wn,
+                                    Load&& load, Put&& put, View&& view) {
+  using namespace gemm_detail;
+  constexpr int S = Cfg::stages;
+  zero_acc(acc);
+  CUFUSE_UNROLL
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < tiles) {
+      load(s, s);
+      put(s);
+    }
+    cp_async_commit();
+  }
+  using L = mma_frag_layout<Cfg, false, true>;
+  const int b_base = L::b_base(wn, lane);
+  constexpr int KS = Cfg::BK / Cfg::MMA_K;
+  static_assert(KS % 2 == 0, "cufuse: BK must hold an even number of MMA k-steps");
+  unsigned fa[2][Cfg::MI][4];
+  unsigned fb[2][Cfg::NI][2];
+  cp_async_wait<S - 2>();
+  __syncthreads();
+  auto next = view(0);
+  if (tiles > 0) {
+    mma_fragments<Cfg, false, true>(next.ra, next.rb, next.pa, next.pb, next.a_base, b_base, 0,
+                                    fa[0], fb[0], -1, next.rows);
+  }
+  int rs = 0;     // the stage this tile reads
+  int ws = S - 1; // the stage it refills (last read before the previous tile's barrier)
+  for (int t = 0; t < tiles; ++t) {
+    const auto cur = next;
+    const int refill = ws;
+    rs = rs + 1 == S ? 0 : rs + 1;
+    CUFUSE_UNROLL
+    for (int ks = 0; ks < KS; ++ks) {
+      if (ks == 0 && t + S - 1 < tiles) {
+        load(t + S - 1, refill);
+      }
+      const bool last = ks + 1 == KS; // the next step is step 0 of the next stage
+      if (last) {
+        if (t + S - 1 < tiles) {
+          put(refill);
+        }
+        cp_async_commit();
+        cp_async_wait<S - 2>();
+        __syncthreads();
+        next = view(rs);
+      }
+      const auto& n = last ? next : cur;
+      mma_step<Cfg, false, true>(acc, fa[ks & 1], fb[ks & 1], n.ra, n.rb, n.pa, n.pb, n.a_base,
+                                 b_base, last ? 0 : ks + 1, fa[(ks + 1) & 1], fb[(ks + 1) & 1],
+                                 n.rows);
+    }
+    ws = ws + 1 == S ? 0 : ws + 1;
+  }
+  cp_async_wait<0>();
+}
+
 /// Y = epilogue(X * W) on tensor cores: one block per BM x BN output tile (channel tiles of a
 /// pixel tile in neighbouring blocks, which share the gathered pixels in L2), the reduction over
-/// r s c in BK steps through a `stages`-deep cp.async ring, the mma.sync warp step of the GEMM
-/// kernels (fragments of the next k-step read between the rows of MMAs), and the GEMM's epilogue
-/// through shared memory (`epi`: the standard one or an expression over cufuse::acc).
+/// r s c in BK steps (conv_mainloop) with A gathered per tap (conv_gather, conv_gather_elem) or
+/// read from the halo (halo_tiles), and the GEMM's epilogue through shared memory (`epi`: the
+/// standard one or an expression over cufuse::acc).
 template <class Cfg, class Epi>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     conv2d_mma_kernel(const conv_args a, const Epi epi) {
@@ -236,12 +454,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   using namespace gemm_detail;
   using T = typename Cfg::element;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
-  constexpr int a_elems = BM * BK, b_elems = BN * BK;
-  using storage = stage_ring<T, S, a_elems, b_elems>;
-  static_assert(sizeof(storage) <= Cfg::smem_bytes,
-                "cufuse: conv stages overflow the shared memory");
   extern __shared__ __align__(128) unsigned char conv_smem[];
-  storage& ring = *reinterpret_cast<storage*>(conv_smem);
 
   const int tn = int((a.k + BN - 1) / BN);
   const index_t m0 = index_t(blockIdx.x / unsigned(tn)) * BM;
@@ -264,86 +477,55 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     tiles = ::min(tiles, t0 + chunk) - t0;
   }
 
-  auto make_gather = [&] {
-    if constexpr (elem) {
-      return conv_gather_elem<Cfg>(a, m0, n0, tid);
-    } else {
-      return conv_gather<Cfg>(a, m0, t0 * BK, tid);
-    }
-  };
-  auto gather = make_gather();
-  constexpr unsigned a_stage = a_elems * sizeof(T), b_stage = b_elems * sizeof(T);
-  const unsigned s_a = smem_addr(conv_smem), s_b = s_a + unsigned(offsetof(storage, b));
-  // Tiles are loaded in order (the gather's tap moves on with each). The element gather
-  // fetches into registers here and stores at the end of the tile (store_fetched).
-  auto load = [&](int t, int st) {
-    if constexpr (elem) {
-      gather.fetch(a, x, w);
-    } else {
-      gather.copy(a, x, s_a + unsigned(st) * a_stage);
-      mma_load_tile<Cfg, BN, true>(ring.b[st], w, a.ws[0], n0, (t0 + t) * BK, int(a.k), red, tid);
-    }
-  };
-  auto store_fetched = [&](int st) {
-    if constexpr (elem) {
-      gather.put(ring.a[st], ring.b[st]);
-    }
-  };
-
   float acc[Cfg::MI][Cfg::NI][4];
-  zero_acc(acc);
-  CUFUSE_UNROLL
-  for (int s = 0; s < S - 1; ++s) {
-    if (s < tiles) {
-      load(s, s);
-      store_fetched(s);
-    }
-    cp_async_commit();
-  }
-  using L = mma_frag_layout<Cfg, false, true>;
-  const int a_base = L::a_base(wm, lane), b_base = L::b_base(wn, lane);
-  constexpr int KS = BK / Cfg::MMA_K;
-  static_assert(KS % 2 == 0, "cufuse: BK must hold an even number of MMA k-steps");
-  unsigned fa[2][Cfg::MI][4];
-  unsigned fb[2][Cfg::NI][2];
-  cp_async_wait<S - 2>();
-  __syncthreads();
-  if (tiles > 0) {
-    mma_fragments<Cfg, false, true>(s_a, s_b, ring.a[0], ring.b[0], a_base, b_base, 0, fa[0],
-                                    fb[0]);
-  }
-  int rs = 0;     // the stage this tile reads
-  int ws = S - 1; // the stage it refills (last read before the previous tile's barrier)
-  for (int t = 0; t < tiles; ++t) {
-    const unsigned ra = s_a + unsigned(rs) * a_stage, rb = s_b + unsigned(rs) * b_stage;
-    const T* pa = ring.a[rs];
-    const T* pb = ring.b[rs];
-    const int refill = ws;
-    rs = rs + 1 == S ? 0 : rs + 1;
-    CUFUSE_UNROLL
-    for (int ks = 0; ks < KS; ++ks) {
-      if (ks == 0 && t + S - 1 < tiles) {
-        load(t + S - 1, refill);
+  if constexpr (halo_v<Cfg>) {
+    halo_tiles<Cfg> h(a, m0, conv_smem, wm, lane);
+    h.clear(tid);
+    conv_mainloop<Cfg>(
+        acc, tiles, lane, wn, [&](int, int st) { h.load(a, x, w, n0, st, tid); }, [](int) {},
+        [&](int st) { return h.view(a, st); });
+  } else {
+    constexpr int a_elems = BM * BK, b_elems = BN * BK;
+    using storage = stage_ring<T, S, a_elems, b_elems>;
+    static_assert(sizeof(storage) <= Cfg::smem_bytes,
+                  "cufuse: conv stages overflow the shared memory");
+    storage& ring = *reinterpret_cast<storage*>(conv_smem);
+    auto make_gather = [&] {
+      if constexpr (elem) {
+        return conv_gather_elem<Cfg>(a, m0, n0, tid);
+      } else {
+        return conv_gather<Cfg>(a, m0, t0 * BK, tid);
       }
-      const bool last = ks + 1 == KS; // the next step is step 0 of the next stage
-      if (last) {
-        if (t + S - 1 < tiles) {
-          store_fetched(refill);
-        }
-        cp_async_commit();
-        cp_async_wait<S - 2>();
-        __syncthreads();
+    };
+    auto gather = make_gather();
+    constexpr unsigned a_stage = a_elems * sizeof(T), b_stage = b_elems * sizeof(T);
+    const unsigned s_a = smem_addr(conv_smem), s_b = s_a + unsigned(offsetof(storage, b));
+    const int a_base = mma_frag_layout<Cfg, false, true>::a_base(wm, lane);
+    // Tiles are loaded in order (the gather's tap moves on with each). The element gather
+    // fetches into registers here and stores at the end of the tile (put).
+    auto load = [&](int t, int st) {
+      if constexpr (elem) {
+        gather.fetch(a, x, w);
+      } else {
+        gather.copy(a, x, s_a + unsigned(st) * a_stage);
+        mma_load_tile<Cfg, BN, true>(ring.b[st], w, a.ws[0], n0, (t0 + t) * BK, int(a.k), red, tid);
       }
-      const unsigned na = last ? s_a + unsigned(rs) * a_stage : ra;
-      const unsigned nb = last ? s_b + unsigned(rs) * b_stage : rb;
-      const T* npa = last ? ring.a[rs] : pa;
-      const T* npb = last ? ring.b[rs] : pb;
-      mma_step<Cfg, false, true>(acc, fa[ks & 1], fb[ks & 1], na, nb, npa, npb, a_base, b_base,
-                                 last ? 0 : ks + 1, fa[(ks + 1) & 1], fb[(ks + 1) & 1]);
-    }
-    ws = ws + 1 == S ? 0 : ws + 1;
+    };
+    auto put = [&](int st) {
+      if constexpr (elem) {
+        gather.put(ring.a[st], ring.b[st]);
+      }
+    };
+    auto view = [&](int st) {
+      return stage_view<T, a_rows_as_staged>{s_a + unsigned(st) * a_stage,
+                                             s_b + unsigned(st) * b_stage,
+                                             ring.a[st],
+                                             ring.b[st],
+                                             a_base,
+                                             {}};
+    };
+    conv_mainloop<Cfg>(acc, tiles, lane, wn, load, put, view);
   }
-  cp_async_wait<0>();
 
   // The GEMM's epilogue over the [n p q, k] output matrix; a split block writes its partial tile
   // and the last of a tile's splits sums them, applies the epilogue and writes Y.

@@ -47,6 +47,16 @@ inline device_facts facts_of_current_device() {
 /// The SIMT variant's name (any shape, layout and alignment; exact fp32 arithmetic).
 inline constexpr const char* simt_name = "conv_simt_64x64x16";
 
+/// "_halo<E>" for the halo tiles (E: the largest (R - 1) W + S - 1 they take), else "".
+template <class Cfg>
+std::string halo_suffix() {
+  if constexpr (halo_v<Cfg>) {
+    return "_halo" + std::to_string(Cfg::halo_extra);
+  } else {
+    return std::string();
+  }
+}
+
 /// A tensor-core variant's name: element type (tf32 for fp32 inputs), tile, stages.
 template <class Cfg>
 std::string mma_name() {
@@ -56,11 +66,13 @@ std::string mma_name() {
          std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK) + "_s" +
          std::to_string(Cfg::stages) +
          (Cfg::splits > 1 ? "_k" + std::to_string(Cfg::splits) : std::string()) +
-         (elem_gather_v<Cfg> ? "_elem" : "");
+         (elem_gather_v<Cfg> ? "_elem" : "") + halo_suffix<Cfg>();
 }
 
 /// Calls f(std::type_identity<Cfg>{}) for each tensor-core configuration of element type T,
-/// in the heuristic's order of preference (valid_variants): larger tiles first, split-K last.
+/// in the heuristic's order of preference (valid_variants): larger tiles first, split-K last,
+/// then the halo tiles of stride-1 "same" convolutions (halo_config), the heuristic's
+/// replacements for the gathering tiles of their size (heuristic_choice).
 /// (No 128 x 128 tile with 64-element steps: it spills. bench/JOURNAL.md c2, c3: what each
 /// wins.)
 template <class T, class F>
@@ -69,6 +81,8 @@ void for_each_mma_config(F&& f) {
     f(std::type_identity<mma_conv_config<float, 128, 64, 32, 4>>{}); // tile would spill
     f(std::type_identity<mma_conv_config<float, 64, 64, 32, 4>>{});
     f(std::type_identity<mma_conv_config<float, 64, 64, 32, 4, 4>>{});
+    f(std::type_identity<halo_config<mma_conv_config<float, 128, 64, 32, 3>, 128>>{});
+    f(std::type_identity<halo_config<mma_conv_config<float, 64, 64, 32, 4>, 64>>{});
   } else {
     f(std::type_identity<mma_conv_config<T, 128, 128, 32, 5>>{});
     f(std::type_identity<mma_conv_config<T, 128, 64, 32, 5>>{});
@@ -78,7 +92,24 @@ void for_each_mma_config(F&& f) {
     f(std::type_identity<mma_conv_config<T, 64, 64, 64, 4, 4>>{});
     // Channel counts or layouts the 16-byte gathers cannot take.
     f(std::type_identity<elem_gather_config<mma_conv_config<T, 64, 64, 32, 3>>>{});
+    f(std::type_identity<halo_config<mma_conv_config<T, 128, 64, 32, 4>, 128>>{});
+    f(std::type_identity<halo_config<mma_conv_config<T, 128, 64, 64, 3>, 64>>{});
+    f(std::type_identity<halo_config<mma_conv_config<T, 64, 64, 64, 4>, 64>>{});
   }
+}
+
+/// Whether the halo tile Cfg can run `a` (beyond mma_refusal's rules): stride and dilation 1,
+/// the output as large as the input (so that output pixel m's tap (r, s) is input pixel
+/// m + (r - ph) W + (s - pw)), X's pixels evenly spaced (H W of them an image), whole BK-channel
+/// chunks, the halo within its buffers, and at least stages - 1 taps (a halo buffer is refilled
+/// S - 1 tiles ahead: see halo_tiles).
+template <class Cfg>
+bool halo_fits(const conv_args& a) {
+  const index_t taps = a.r * a.s;
+  return a.sh == 1 && a.sw == 1 && a.dh == 1 && a.dw == 1 && a.p == a.h && a.q == a.wd &&
+         a.c % Cfg::BK == 0 && taps <= 32 && taps >= Cfg::stages - 1 &&
+         (a.r - 1) * a.wd + a.s - 1 <= Cfg::halo_extra && a.xs[2] > 0 &&
+         a.xs[1] == a.wd * a.xs[2] && a.xs[0] == a.h * a.xs[1];
 }
 
 /// Whether offsets into X, the output's pixels or the reduction reach 2^31 (the tensor-core
@@ -146,6 +177,10 @@ std::string refusal_text(int code) {
            " elements apart, W 16-byte aligned";
   case 5:
     return "X, the output or the filter has 2^31 elements or more";
+  case 6:
+    return "the halo tiles need stride 1, dilation 1, an output as large as the input, X's "
+           "pixels evenly spaced, C a multiple of the tile's reduction step, at least stages - 1 "
+           "and at most 32 filter taps, and (R - 1) W + S - 1 within the number the name ends with";
   default:
     return "no code for this device";
   }
@@ -313,7 +348,9 @@ int heuristic_choice(const conv_args& a, int sms, std::uint32_t valid) {
     if ((valid >> v & 1u) == 0) {
       return;
     }
-    if constexpr (elem_gather_v<Cfg>) {
+    if constexpr (halo_v<Cfg>) {
+      return; // replacements, below
+    } else if constexpr (elem_gather_v<Cfg>) {
       elem = elem < 0 ? v : elem;
     } else if constexpr (Cfg::splits > 1) {
       split = split < 0 ? v : split;
@@ -336,6 +373,20 @@ int heuristic_choice(const conv_args& a, int sms, std::uint32_t valid) {
   if (heuristic < 0) {
     heuristic = elem;
   }
+  // A halo tile of the chosen tile's size replaces it where it can run.
+  int dims = 0, j = 0, halo = -1;
+  for_each_mma_config<T>([&](auto cfg) {
+    using Cfg = typename decltype(cfg)::type;
+    const int v = j++;
+    const int d = (Cfg::BM << 20) | (Cfg::BN << 10) | Cfg::BK;
+    if (v == heuristic && !elem_gather_v<Cfg> && Cfg::splits == 1) {
+      dims = d;
+    }
+    if (halo_v<Cfg> && (valid >> v & 1u) != 0 && d == dims && halo < 0) {
+      halo = v;
+    }
+  });
+  heuristic = halo >= 0 ? halo : heuristic;
   return heuristic < 0 ? i : heuristic;
 }
 
@@ -353,7 +404,11 @@ std::pair<std::uint32_t, int> valid_variants(const conv_args& a, const gemm_opti
   for_each_mma_config<T>([&](auto cfg) {
     using Cfg = typename decltype(cfg)::type;
     const int v = i++;
-    if ((elem_gather_v<Cfg> ? tc_elem : tc) && (ready >> v & 1u) != 0) {
+    bool runs = elem_gather_v<Cfg> ? tc_elem : tc;
+    if constexpr (halo_v<Cfg>) {
+      runs = runs && halo_fits<Cfg>(a);
+    }
+    if (runs && (ready >> v & 1u) != 0) {
       valid |= 1u << v;
     }
   });
@@ -427,7 +482,15 @@ void launch(const conv_args& a, const conv_key& key, const Epi& epi, const gemm_
           const device_facts d = facts_of_current_device();
           const std::string& n = options.variant;
           const bool is_elem = n.size() > 5 && n.compare(n.size() - 5, 5, "_elem") == 0;
-          const int code = is_elem ? elem_refusal<T>(a, &d) : mma_refusal<T>(a, options, &d);
+          int code = is_elem ? elem_refusal<T>(a, &d) : mma_refusal<T>(a, options, &d);
+          int i = 0;
+          for_each_mma_config<T>([&](auto cfg) {
+            using Cfg = typename decltype(cfg)::type;
+            if constexpr (halo_v<Cfg>) {
+              code = i == int(v) && code == 0 && !halo_fits<Cfg>(a) ? 6 : code;
+            }
+            ++i;
+          });
           const std::string why =
               code != 0 ? refusal_text<T>(code)
               : is_elem && mma_refusal<T>(a, options, &d) == 0

@@ -11,6 +11,13 @@
 
 namespace cufuse::gemm_detail {
 
+/// Where mma_fragments reads the A fragments: the stage tile (this one), or per fragment and
+/// lane a zero row instead (conv2d's halo tiles, conv/mma.cuh: a pixel whose filter tap lies in
+/// the padding).
+struct a_rows_as_staged {
+  static constexpr bool zeroes = false;
+};
+
 /// Loads the A and B fragments of k-step `ks` for this warp from the stage tiles at shared
 /// byte addresses `ra` / `rb` (`sa` / `sb`: the same tiles as pointers, for the TF32 reads of
 /// M- or N-major tiles).
@@ -18,11 +25,13 @@ namespace cufuse::gemm_detail {
 /// next k-step's reads go out between the rows of MMAs: A fragment `row`, and the B
 /// fragments spread over the first half of the rows (they are all needed by the next step's
 /// first row).
-template <class Cfg, bool TA, bool TB>
+/// `rows`: a_rows_as_staged, or an object whose keep(mi) says whether this lane's row of A
+/// fragment mi comes from the stage (else from the 16 zero bytes at shared address `zero`).
+template <class Cfg, bool TA, bool TB, class Rows = a_rows_as_staged>
 CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg::element* sa,
                                     const typename Cfg::element* sb, int a_base, int b_base, int ks,
                                     unsigned (&fa)[Cfg::MI][4], unsigned (&fb)[Cfg::NI][2],
-                                    int row = -1) {
+                                    int row = -1, const Rows& rows = {}) {
   using L = mma_frag_layout<Cfg, TA, TB>;
   constexpr unsigned sz = sizeof(typename Cfg::element);
   constexpr int NB = L::b_ldsm ? Cfg::NI / 2 : Cfg::NI; // B reads: ldmatrix pairs or blocks
@@ -36,7 +45,11 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
       continue;
     }
     if constexpr (L::a_ldsm) {
-      const unsigned addr = ra + unsigned(L::a_off(a_base, mi, ks)) * sz;
+      unsigned addr = ra + unsigned(L::a_off(a_base, mi, ks)) * sz;
+      if constexpr (Rows::zeroes) {
+        static_assert(!TA, "cufuse: zero rows are rows of a K-contiguous A tile");
+        addr = rows.keep(mi) ? addr : rows.zero;
+      }
       if constexpr (TA) {
         ldmatrix_x4_trans(fa[mi], addr);
       } else {
@@ -84,12 +97,13 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
 /// One k-step of a warp: the MMAs of fragments `fa` x `fb`, with the fragments of step `nks`
 /// (at stage addresses na / nb, npa / npb) read into `na_f` / `nb_f` between the rows of MMAs,
 /// not all before them: fewer warps stall on a full MIO queue (bench/JOURNAL.md g21).
-template <class Cfg, bool TA, bool TB>
+/// `rows`: which A rows of step `nks` to read (mma_fragments).
+template <class Cfg, bool TA, bool TB, class Rows = a_rows_as_staged>
 CUFUSE_DEVICE_FN void mma_step(float (&acc)[Cfg::MI][Cfg::NI][4], const unsigned (&fa)[Cfg::MI][4],
                                const unsigned (&fb)[Cfg::NI][2], unsigned na, unsigned nb,
                                const typename Cfg::element* npa, const typename Cfg::element* npb,
                                int a_base, int b_base, int nks, unsigned (&na_f)[Cfg::MI][4],
-                               unsigned (&nb_f)[Cfg::NI][2]) {
+                               unsigned (&nb_f)[Cfg::NI][2], const Rows& rows = {}) {
   CUFUSE_UNROLL
   for (int i = 0; i < Cfg::MI; ++i) {
     CUFUSE_UNROLL
@@ -100,7 +114,7 @@ CUFUSE_DEVICE_FN void mma_step(float (&acc)[Cfg::MI][Cfg::NI][4], const unsigned
         mma_16816<typename Cfg::element>(acc[i][j], fa[i], fb[j]);
       }
     }
-    mma_fragments<Cfg, TA, TB>(na, nb, npa, npb, a_base, b_base, nks, na_f, nb_f, i);
+    mma_fragments<Cfg, TA, TB>(na, nb, npa, npb, a_base, b_base, nks, na_f, nb_f, i, rows);
   }
 }
 
