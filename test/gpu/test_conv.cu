@@ -26,11 +26,22 @@ namespace {
 
 using index_t = cufuse::index_t;
 
+/// Whether the device runs the wgmma tiles (sm_90: this file is built for sm_90a).
+bool sm90() {
+  static const bool yes = [] {
+    int dev = 0, major = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    return major == 9;
+  }();
+  return yes;
+}
+
 // Implicit-GEMM variants that run a convolution whose channels come in 16-byte chunks: the
-// gathering tensor-core tiles (conv.cuh's for_each_mma_config) and the SIMT kernel; the halo
-// tiles (halo_variants) run some of them too.
-constexpr std::size_t half_variants = 7; // fp16 / bf16
-constexpr std::size_t tf32_variants = 4; // fp32 under gemm_math::tf32
+// gathering tensor-core tiles (conv.cuh's for_each_mma_config; on sm_90 two wgmma ones too) and
+// the SIMT kernel; the halo tiles (halo_variants) run some of them too.
+std::size_t half_variants() { return sm90() ? 9 : 7; } // fp16 / bf16
+constexpr std::size_t tf32_variants = 4;               // fp32 under gemm_math::tf32
 
 struct conv_case {
   index_t n, h, w, c, k, r, s;
@@ -40,8 +51,9 @@ struct conv_case {
 /// The halo tiles that run case t (conv/mma.cuh's halo_config), by their documented rules:
 /// stride and dilation 1, an output as large as the input, C a multiple of the tile's reduction
 /// step, at least stages - 1 and at most 32 taps, (R - 1) W + S - 1 within the tile's halo. X is
-/// dense here. fp16 / bf16: 128x64x32 s4 halo128, 128x64x64 s3 halo64, 64x64x64 s4 halo64; TF32:
-/// 128x64x32 s3 halo128, 64x64x32 s4 halo64.
+/// dense here. fp16 / bf16: 128x64x32 s4 halo128, 128x64x64 s3 halo64, 64x64x64 s4 halo64 and,
+/// on sm_90, the wgmma 128x128x64 s3 halo64 and 128x64x64 s4 halo128; TF32: 128x64x32 s3 halo128,
+/// 64x64x32 s4 halo64.
 std::size_t halo_variants(const conv_case& t, bool tf32) {
   const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
   if (t.prm.stride[0] != 1 || t.prm.stride[1] != 1 || t.prm.dilation[0] != 1 ||
@@ -51,8 +63,12 @@ std::size_t halo_variants(const conv_case& t, bool tf32) {
   struct tile {
     index_t bk, stages, extra;
   };
-  const std::vector<tile> tiles = tf32 ? std::vector<tile>{{32, 3, 128}, {32, 4, 64}}
-                                       : std::vector<tile>{{32, 4, 128}, {64, 3, 64}, {64, 4, 64}};
+  std::vector<tile> tiles = tf32 ? std::vector<tile>{{32, 3, 128}, {32, 4, 64}}
+                                 : std::vector<tile>{{32, 4, 128}, {64, 3, 64}, {64, 4, 64}};
+  if (!tf32 && sm90()) {
+    tiles.push_back({64, 3, 64});
+    tiles.push_back({64, 4, 128});
+  }
   std::size_t n = 0;
   for (const tile& h : tiles) {
     n += t.c % h.bk == 0 && t.r * t.s >= h.stages - 1 && (t.r - 1) * t.w + t.s - 1 <= h.extra;
@@ -211,10 +227,10 @@ void run_cases(data_kind kind, cufuse::gemm_math math = cufuse::gemm_math::fp32)
     // The tensor-core tiles run every case whose channels come in 16-byte chunks.
     const bool tensor_cores = (!std::is_same_v<T, float> || tf32) && t.c % chunk == 0;
     // Otherwise fp16 / bf16 run on the element-gather tile (and SIMT), fp32 on SIMT only.
-    CHECK(names.size() ==
-          (tensor_cores
-               ? (std::is_same_v<T, float> ? tf32_variants : half_variants) + halo_variants(t, tf32)
-               : (sizeof(T) == 2 ? 2u : 1u)));
+    CHECK(names.size() == (tensor_cores
+                               ? (std::is_same_v<T, float> ? tf32_variants : half_variants()) +
+                                     halo_variants(t, tf32)
+                               : (sizeof(T) == 2 ? 2u : 1u)));
     if (!tensor_cores && sizeof(T) == 2) {
       CHECK(names.front() == std::string("conv_mma_") +
                                  (std::is_same_v<T, __half> ? "f16" : "bf16") +
@@ -272,7 +288,7 @@ TEST_CASE("conv2d: fused epilogue (folded batch norm, ReLU, residual), every var
       mag[e] = acc.mag[e] * std::abs(hscale[o]);
     }
     std::vector<std::string> names = cufuse::conv2d_variants(x, w, y, t.prm);
-    CHECK(names.size() == half_variants + halo_variants(t, false));
+    CHECK(names.size() == half_variants() + halo_variants(t, false));
     names.insert(names.begin(), std::string());
     for (const std::string& v : names) {
       cufuse::gemm_options opt;
@@ -357,7 +373,7 @@ TEST_CASE("conv2d: strided views of X and Y; a view of W", "[conv]") {
     auto yv = cufuse::slice(yw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(0, t.k));
     const auto want = conv_ref(hx, hw, t, p, q);
     std::vector<std::string> names = cufuse::conv2d_variants(xv, w, yv, t.prm);
-    CHECK(names.size() == half_variants);
+    CHECK(names.size() == half_variants());
     for (const std::string& v : names) {
       cufuse::gemm_options opt;
       opt.variant = v;
@@ -399,7 +415,7 @@ TEST_CASE("conv2d: the halo tiles read X's pixels through their stride; forced w
   auto xv = cufuse::slice(xw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(32, 96));
   const auto want = conv_ref(hx, hw, t, t.h, t.w);
   const std::vector<std::string> names = cufuse::conv2d_variants(xv, w, y, t.prm);
-  CHECK(names.size() == half_variants + 3);
+  CHECK(names.size() == half_variants() + halo_variants(t, false));
   std::size_t halo = 0;
   for (const std::string& v : names) {
     if (v.find("_halo") == std::string::npos) {
@@ -413,7 +429,8 @@ TEST_CASE("conv2d: the halo tiles read X's pixels through their stride; forced w
     check_close<bf16>(host_of(y), want.y, want.mag, t.r * t.s * t.c, false,
                       "bf16 channel slice, pixels 128 apart, variant '" + v + "'");
   }
-  CHECK(halo == 3);
+  CHECK(halo == halo_variants(t, false));
+  CHECK(halo >= 3);
   // Stride 2: no halo tile; forcing one names the rule.
   const P s2{.stride = {2, 2}, .padding = {1, 1}};
   cufuse::tensor<bf16, 4> x({t.n, t.h, t.w, t.c}), y2({t.n, 4, 5, t.k});
@@ -484,7 +501,7 @@ TEST_CASE("conv2d: the tuner: tune_conv2d records, frozen and online modes choos
   cufuse::tuning::set_mode(cufuse::tune_mode::frozen);
 
   const std::vector<std::string> names = cufuse::conv2d_variants(x, w, y, t.prm);
-  REQUIRE(names.size() == half_variants + halo_variants(t, false));
+  REQUIRE(names.size() == half_variants() + halo_variants(t, false));
   CHECK(!cufuse::tuning::chosen_conv2d(x, w, y, t.prm).has_value());
   const auto c = cufuse::tuning::tune_conv2d(x, w, y, t.prm, {}, 2);
   CHECK(std::find(names.begin(), names.end(), c.variant) != names.end());

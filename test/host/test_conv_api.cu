@@ -369,12 +369,13 @@ TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_a
   using bf16 = __nv_bfloat16;
   // bf16 variants in for_each_mma_config's order: 0 128x128x32 s5, 1 128x64x32 s5, 2 128x64x64
   // s4, 3 64x64x64 s4, 4 64x64x32 s4, 5 64x64x64 s4 k4, 6 the element gather, the halo tiles 7
-  // 128x64x32 s4, 8 128x64x64 s3, 9 64x64x64 s4, 10 SIMT.
+  // 128x64x32 s4, 8 128x64x64 s3, 9 64x64x64 s4, the wgmma tiles 10 128x128x64 s3, 11 128x64x64
+  // s4, their halo tiles 12 and 13, 14 SIMT.
   std::vector<std::string> names;
   cufuse::conv_detail::for_each_mma_config<bf16>([&](auto cfg) {
     names.push_back(cufuse::conv_detail::mma_name<typename decltype(cfg)::type>());
   });
-  REQUIRE(names.size() == 10u);
+  REQUIRE(names.size() == 14u);
   CHECK(names[1] == "conv_mma_bf16_128x64x32_s5");
   CHECK(names[3] == "conv_mma_bf16_64x64x64_s4");
   CHECK(names[5] == "conv_mma_bf16_64x64x64_s4_k4");
@@ -382,6 +383,10 @@ TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_a
   CHECK(names[7] == "conv_mma_bf16_128x64x32_s4_halo128");
   CHECK(names[8] == "conv_mma_bf16_128x64x64_s3_halo64");
   CHECK(names[9] == "conv_mma_bf16_64x64x64_s4_halo64");
+  CHECK(names[10] == "conv_wgmma_bf16_128x128x64_s3");
+  CHECK(names[11] == "conv_wgmma_bf16_128x64x64_s4");
+  CHECK(names[12] == "conv_wgmma_bf16_128x128x64_s3_halo64");
+  CHECK(names[13] == "conv_wgmma_bf16_128x64x64_s4_halo128");
   auto layer = [](index_t n, index_t pq, index_t k) {
     cufuse::conv_detail::conv_args a{};
     a.n = n;
@@ -390,7 +395,7 @@ TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_a
     a.k = k;
     return a;
   };
-  const std::uint32_t chunked = 0x3f | 1u << 10; // the 16-byte gathers and SIMT can run
+  const std::uint32_t chunked = 0x3f | 1u << 14; // the 16-byte gathers and SIMT can run
   // The measured fastest (bench/JOURNAL.md c3) on all but 7x7 C512 (there 128x64x64, 5% ahead).
   CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, chunked) == 1);
   CHECK(heuristic_choice<bf16>(layer(32, 28, 128), 132, chunked) == 1);
@@ -406,9 +411,12 @@ TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_a
   CHECK(heuristic_choice<bf16>(layer(32, 7, 512), 132, halo) == 9);
   CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, chunked | 1u << 9) == 1); // none of 1's size
   CHECK(heuristic_choice<bf16>(layer(1, 7, 512), 132, halo) == 5);
+  // The wgmma tiles are the tuner's to choose (and no halo twin of an mma.sync tile).
+  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, halo | 0xfu << 10) == 7);
+  CHECK(heuristic_choice<bf16>(layer(32, 7, 512), 132, chunked | 0xfu << 10) == 3);
   // C = 3: only the element gather and SIMT can run; nothing but SIMT: SIMT.
-  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 6 | 1u << 10) == 6);
-  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 10) == 10);
+  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 6 | 1u << 14) == 6);
+  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 14) == 14);
 }
 
 TEST_CASE("conv2d: which convolutions the halo tiles take", "[conv_api]") {

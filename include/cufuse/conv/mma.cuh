@@ -9,6 +9,7 @@
 /// 16-byte aligned; X's span and the output's pixels below 2^31.
 #pragma once
 
+#include "../gemm/arch/sm90.cuh"
 #include "../gemm/kernel/mma.cuh"
 #include "implicit_gemm.cuh"
 
@@ -224,6 +225,27 @@ struct conv_gather_elem {
   }
 };
 
+/// The wgmma tiles (sm_90a, fp16 / bf16): BM / 64 warpgroups over BM output pixels x BN output
+/// channels (BN = 64 or 128), 64-element reduction steps. Each warp reads its 16 rows of A with
+/// ldmatrix, as the mma.sync tiles do (so the gather and the halo serve both), and issues
+/// wgmma with A from registers and B (the filter tile, 128-byte swizzled rows of 64 elements,
+/// the layout the cp.async tile copy writes) from shared memory. As an mma.sync configuration it
+/// is BM / 16 warps of 16 x BN warp tiles: the accumulators of m64nBN are those of one m16 row
+/// of m16n8 blocks per warp, so the mma.sync epilogue stores them.
+template <class T, int BM_, int BN_, int Stages>
+struct wgmma_conv_config : gemm_detail::mma_config<T, BM_, BN_, 64, BM_ / 16, 1, Stages> {
+  using base = gemm_detail::mma_config<T, BM_, BN_, 64, BM_ / 16, 1, Stages>;
+  static constexpr bool wgmma = true;
+  /// The ring starts on a 1024-byte boundary (the swizzle's period).
+  static constexpr int smem_bytes = base::ring_bytes + 1024;
+  static constexpr int min_blocks = smem_bytes <= 113 * 1024 ? 2 : 1;
+  static_assert(sizeof(T) == 2 && BM_ % 64 == 0 && (BN_ == 64 || BN_ == 128) && Stages >= 3,
+                "cufuse: wgmma conv tiles are fp16 / bf16, whole warpgroups of 64 pixels, 64 or "
+                "128 channels, at least 3 stages");
+};
+template <class Cfg>
+inline constexpr bool wgmma_conv_v = requires { Cfg::wgmma; };
+
 /// The halo tiles of 3x3-like convolutions with stride 1 (any R x S with R S <= 32, dilation 1,
 /// the output as large as the input: P = H, Q = W). There, output pixel m's tap (r, s) reads
 /// input pixel m + (r - ph) W + (s - pw), where it lies in the image: the A tiles of all R S
@@ -243,8 +265,10 @@ struct halo_config : Base {
   /// Stages of B, two halo buffers (a chunk's taps read one while the next chunk's fills the
   /// other) and 16 zero bytes; the epilogue stages C in the same memory.
   static constexpr int ring_bytes = Base::stages * b_stage_bytes + 2 * halo_bytes + 16;
-  static constexpr int smem_bytes = ring_bytes;
-  static constexpr int min_blocks = Base::threads == 128 && smem_bytes <= 72 * 1024 ? 3 : 1;
+  static constexpr int smem_bytes = ring_bytes + (wgmma_conv_v<Base> ? 1024 : 0);
+  static constexpr int min_blocks = wgmma_conv_v<Base>
+                                        ? (smem_bytes <= 113 * 1024 ? 2 : 1)
+                                        : (Base::threads == 128 && smem_bytes <= 72 * 1024 ? 3 : 1);
   static_assert(Base::splits == 1, "cufuse: the halo tiles have no split-K");
   static_assert(smem_bytes <= 227 * 1024, "cufuse: a halo tile's stages overflow shared memory");
 };
@@ -442,6 +466,74 @@ CUFUSE_DEVICE_FN void conv_mainloop(float (&acc)[Cfg::MI][Cfg::NI][4], int tiles
   cp_async_wait<0>();
 }
 
+/// The main loop of the wgmma tiles (wgmma_conv_config), over the same load(t, st) / view(st)
+/// as conv_mainloop. A tile's wgmma group runs while the next tile's A fragments are read (into
+/// the other register set); a tile's stage is refilled once every warpgroup's group that read
+/// it is complete (wait 1 and the barrier of the next tile), so loads run S - 2 tiles ahead.
+/// cp.async writes shared memory through the generic proxy and wgmma reads it through the async
+/// one: each thread fences its copies before the barrier.
+template <class Cfg, class Load, class View>
+CUFUSE_DEVICE_FN void conv_wgmma_mainloop(float (&acc)[Cfg::NI * 4], int tiles, Load&& load,
+                                          View&& view) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace gemm_detail;
+  using T = typename Cfg::element;
+  constexpr int S = Cfg::stages, KS = Cfg::BK / 16;
+  CUFUSE_UNROLL
+  for (int i = 0; i < Cfg::NI * 4; ++i) {
+    acc[i] = 0.0f;
+  }
+  CUFUSE_UNROLL
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < tiles) {
+      load(s, s);
+    }
+    cp_async_commit();
+  }
+  cp_async_wait<S - 2>();
+  fence_async_shared();
+  __syncthreads();
+  unsigned fa[2][KS][4];
+  int rs = 0; // the stage of tile t
+  auto step = [&](int t, unsigned(&f)[KS][4]) {
+    const auto v = view(rs);
+    CUFUSE_UNROLL
+    for (int ks = 0; ks < KS; ++ks) {
+      mma_a_fragment<Cfg, false, true>(v.ra, v.pa, v.a_base, 0, ks, f[ks], v.rows);
+    }
+    wgmma_fence();
+    CUFUSE_UNROLL
+    for (int ks = 0; ks < KS; ++ks) {
+      wgmma_rs16<Cfg::BN, T>::run(acc, f[ks], wgmma_desc<false>(v.rb + unsigned(ks * 32)));
+    }
+    wgmma_commit();
+    wgmma_wait<1>();        // this warpgroup's group of tile t - 1 is complete
+    cp_async_wait<S - 3>(); // tile t + 1 has landed (this thread's copies)
+    fence_async_shared();
+    __syncthreads(); // everyone's copies of tile t + 1; every group of tile t - 1 done
+    const int refill = rs == 0 ? S - 1 : rs - 1; // tile t - 1's stage takes tile t + S - 1
+    rs = rs + 1 == S ? 0 : rs + 1;
+    if (t + S - 1 < tiles) {
+      load(t + S - 1, refill);
+    }
+    cp_async_commit();
+  };
+  for (int t = 0; t < tiles; t += 2) { // two register sets, named statically
+    step(t, fa[0]);
+    if (t + 1 < tiles) {
+      step(t + 1, fa[1]);
+    }
+  }
+  wgmma_wait<0>();
+  cp_async_wait<0>();
+#else
+  (void)acc;
+  (void)tiles;
+  (void)load;
+  (void)view;
+#endif
+}
+
 /// Y = epilogue(X * W) on tensor cores: one block per BM x BN output tile (channel tiles of a
 /// pixel tile in neighbouring blocks, which share the gathered pixels in L2), the reduction over
 /// r s c in BK steps (conv_mainloop) with A gathered per tap (conv_gather, conv_gather_elem) or
@@ -454,7 +546,16 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   using namespace gemm_detail;
   using T = typename Cfg::element;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
-  extern __shared__ __align__(128) unsigned char conv_smem[];
+  extern __shared__ __align__(128) unsigned char conv_dyn_smem[];
+  constexpr bool wgmma = wgmma_conv_v<Cfg>;
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if constexpr (wgmma) {
+    __trap(); // never launched: the host probes for sm_90a code first
+  }
+#endif
+  // wgmma tiles: the ring starts on a 1024-byte boundary (smem_bytes counts the slack).
+  unsigned char* const conv_smem =
+      conv_dyn_smem + (wgmma ? (1024u - (smem_addr(conv_dyn_smem) & 1023u)) & 1023u : 0u);
 
   const int tn = int((a.k + BN - 1) / BN);
   const index_t m0 = index_t(blockIdx.x / unsigned(tn)) * BM;
@@ -470,6 +571,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   // Split-K: split blockIdx.z takes its share of the reduction's tiles.
   constexpr bool split = Cfg::splits > 1;
   static_assert(!elem || !split, "cufuse: the element gather has no split-K");
+  static_assert(!wgmma || (!elem && !split),
+                "cufuse: the wgmma tiles gather 16-byte chunks, unsplit");
   int tiles = (red + BK - 1) / BK, t0 = 0;
   if (split && a.part != nullptr) {
     const int chunk = (tiles + a.splits - 1) / a.splits;
@@ -478,11 +581,19 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   }
 
   float acc[Cfg::MI][Cfg::NI][4];
+  // The wgmma main loop takes the accumulators as m64nBN's registers: the same floats.
+  auto run = [&](auto&& load, auto&& put, auto&& view) {
+    if constexpr (wgmma) {
+      conv_wgmma_mainloop<Cfg>(*reinterpret_cast<float(*)[Cfg::NI * 4]>(&acc[0][0][0]), tiles, load,
+                               view);
+    } else {
+      conv_mainloop<Cfg>(acc, tiles, lane, wn, load, put, view);
+    }
+  };
   if constexpr (halo_v<Cfg>) {
     halo_tiles<Cfg> h(a, m0, conv_smem, wm, lane);
     h.clear(tid);
-    conv_mainloop<Cfg>(
-        acc, tiles, lane, wn, [&](int, int st) { h.load(a, x, w, n0, st, tid); }, [](int) {},
+    run([&](int, int st) { h.load(a, x, w, n0, st, tid); }, [](int) {},
         [&](int st) { return h.view(a, st); });
   } else {
     constexpr int a_elems = BM * BK, b_elems = BN * BK;
@@ -524,7 +635,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
                                              a_base,
                                              {}};
     };
-    conv_mainloop<Cfg>(acc, tiles, lane, wn, load, put, view);
+    run(load, put, view);
   }
 
   // The GEMM's epilogue over the [n p q, k] output matrix; a split block writes its partial tile

@@ -62,9 +62,9 @@ template <class Cfg>
 std::string mma_name() {
   using T = typename Cfg::element;
   const char* t = std::is_same_v<T, float> ? "tf32" : (std::is_same_v<T, __half> ? "f16" : "bf16");
-  return std::string("conv_mma_") + t + "_" + std::to_string(Cfg::BM) + "x" +
-         std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK) + "_s" +
-         std::to_string(Cfg::stages) +
+  return std::string(wgmma_conv_v<Cfg> ? "conv_wgmma_" : "conv_mma_") + t + "_" +
+         std::to_string(Cfg::BM) + "x" + std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK) +
+         "_s" + std::to_string(Cfg::stages) +
          (Cfg::splits > 1 ? "_k" + std::to_string(Cfg::splits) : std::string()) +
          (elem_gather_v<Cfg> ? "_elem" : "") + halo_suffix<Cfg>();
 }
@@ -95,6 +95,11 @@ void for_each_mma_config(F&& f) {
     f(std::type_identity<halo_config<mma_conv_config<T, 128, 64, 32, 4>, 128>>{});
     f(std::type_identity<halo_config<mma_conv_config<T, 128, 64, 64, 3>, 64>>{});
     f(std::type_identity<halo_config<mma_conv_config<T, 64, 64, 64, 4>, 64>>{});
+    // sm_90a: wgmma, gathering and halo tiles.
+    f(std::type_identity<wgmma_conv_config<T, 128, 128, 3>>{});
+    f(std::type_identity<wgmma_conv_config<T, 128, 64, 4>>{});
+    f(std::type_identity<halo_config<wgmma_conv_config<T, 128, 128, 3>, 64>>{});
+    f(std::type_identity<halo_config<wgmma_conv_config<T, 128, 64, 4>, 128>>{});
   }
 }
 
@@ -200,6 +205,14 @@ bool mma_prepare() {
   CUFUSE_CUDA_CHECK_MSG(e, "cufuse::conv2d: reading the attributes of " + mma_name<Cfg>());
   if (attr.binaryVersion < 80) {
     return false;
+  }
+  if constexpr (wgmma_conv_v<Cfg>) { // sm_90a code (a build for sm_90 alone traps)
+    bool has = false;
+    CUFUSE_CUDA_CHECK_MSG(gemm_detail::probe_sm90a<Epi>(&has),
+                          "cufuse::conv2d: probing for sm_90a code");
+    if (attr.binaryVersion != 90 || !has) {
+      return false;
+    }
   }
   CUFUSE_CUDA_CHECK_MSG(
       cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::smem_bytes),
@@ -348,8 +361,8 @@ int heuristic_choice(const conv_args& a, int sms, std::uint32_t valid) {
     if ((valid >> v & 1u) == 0) {
       return;
     }
-    if constexpr (halo_v<Cfg>) {
-      return; // replacements, below
+    if constexpr (halo_v<Cfg> || wgmma_conv_v<Cfg>) {
+      return; // halo tiles: replacements, below; wgmma tiles: the tuner's to choose
     } else if constexpr (elem_gather_v<Cfg>) {
       elem = elem < 0 ? v : elem;
     } else if constexpr (Cfg::splits > 1) {
@@ -378,7 +391,7 @@ int heuristic_choice(const conv_args& a, int sms, std::uint32_t valid) {
   for_each_mma_config<T>([&](auto cfg) {
     using Cfg = typename decltype(cfg)::type;
     const int v = j++;
-    const int d = (Cfg::BM << 20) | (Cfg::BN << 10) | Cfg::BK;
+    const int d = (Cfg::BM << 20) | (Cfg::BN << 10) | Cfg::BK | (wgmma_conv_v<Cfg> ? 1 << 30 : 0);
     if (v == heuristic && !elem_gather_v<Cfg> && Cfg::splits == 1) {
       dims = d;
     }

@@ -301,57 +301,6 @@ cudaError_t launch_variant(const gemm_args& args, const void* epi, bool ta, bool
   }
 }
 
-/// Writes whether this translation unit's code for the current device has the sm_90a features
-/// (wgmma, setmaxnreg): the kernels of a translation unit built for sm_90 without `a` compile
-/// to a trap, and the binary architecture alone does not tell them apart. One per epilogue type
-/// (the kernels' own translation unit).
-template <class Epi>
-__global__ void sm90a_probe_kernel(int* out) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  *out = 1;
-#else
-  *out = 0;
-#endif
-}
-
-/// Runs sm90a_probe_kernel once on a private stream (allowed while another stream is being
-/// captured: the thread's capture mode is relaxed meanwhile).
-template <class Epi>
-cudaError_t probe_sm90a(bool* has) {
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  cudaError_t e = cudaThreadExchangeStreamCaptureMode(&mode);
-  if (e != cudaSuccess) {
-    return e;
-  }
-  int* flag = nullptr;
-  cudaStream_t s = nullptr;
-  e = cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped);
-  if (e == cudaSuccess) {
-    *flag = 0;
-    e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-  }
-  int* dev = nullptr;
-  if (e == cudaSuccess) {
-    e = cudaHostGetDevicePointer(&dev, flag, 0);
-  }
-  if (e == cudaSuccess) {
-    sm90a_probe_kernel<Epi><<<1, 1, 0, s>>>(dev);
-    e = cudaGetLastError();
-  }
-  if (e == cudaSuccess) {
-    e = cudaStreamSynchronize(s);
-  }
-  *has = e == cudaSuccess && *flag == 1;
-  if (s != nullptr) {
-    (void)cudaStreamDestroy(s);
-  }
-  if (flag != nullptr) {
-    (void)cudaFreeHost(flag);
-  }
-  (void)cudaThreadExchangeStreamCaptureMode(&mode);
-  return e;
-}
-
 /// Whether `Cfg` runs only on sm_90a (wgmma, or mma.sync fed by TMA).
 template <class Cfg>
 constexpr bool needs_sm90a() {

@@ -12,6 +12,10 @@ namespace cufuse::gemm_detail {
 
 template <int N, class T, int TransA, int TransB>
 struct wgmma_op;
+/// fp16 / bf16 wgmma with A from registers (per warp, its 16 rows as the mma.sync m16n8k16 A
+/// fragment: what ldmatrix.x4 reads) and B from shared memory, K-major (imm-trans-b 0).
+template <int N, class T>
+struct wgmma_rs16;
 /// TF32 wgmma with A from registers and B from shared memory (K-major). Per thread, A holds
 /// four 32-bit fragments of its warp's 16 rows: (row g, k q), (g + 8, q), (g, q + 4),
 /// (g + 8, q + 4) with g = lane / 4, q = lane % 4 (the mma.sync m16n8k8 layout).
@@ -55,6 +59,16 @@ struct wgmma_tf32_rs;
       "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]),          \
       "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]),          \
       "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+#define CUFUSE_WGMMA_R0_31                                                                         \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "     \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define CUFUSE_WGMMA_OPS0_31                                                                       \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),     \
+      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),   \
+      "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),   \
+      "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define CUFUSE_WGMMA_D32 "{" CUFUSE_WGMMA_R0_31 "}"
 #define CUFUSE_WGMMA_D64 "{" CUFUSE_WGMMA_R0_63 "}"
 #define CUFUSE_WGMMA_D64_OPS CUFUSE_WGMMA_OPS0_63
 #define CUFUSE_WGMMA_D128 "{" CUFUSE_WGMMA_R0_63 ", " CUFUSE_WGMMA_R64_127 "}"
@@ -102,6 +116,30 @@ CUFUSE_WGMMA_TF32_RS(128, 64, CUFUSE_WGMMA_D64, CUFUSE_WGMMA_D64_OPS, "%69",
 CUFUSE_WGMMA_TF32_RS(256, 128, CUFUSE_WGMMA_D128, CUFUSE_WGMMA_D128_OPS, "%133",
                      "{%128, %129, %130, %131}, %132")
 #undef CUFUSE_WGMMA_TF32_RS
+
+#define CUFUSE_WGMMA_RS16(N, NREG, T, PTX_TYPE, DLIST, DOPS, PRED, OPERANDS)                       \
+  template <>                                                                                      \
+  struct wgmma_rs16<N, T> {                                                                        \
+    CUFUSE_DEVICE_FN static void run(float (&d)[NREG], const unsigned (&a)[4], std::uint64_t db) { \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " PRED ", 0;\n"                               \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTX_TYPE "." PTX_TYPE         \
+                   " " DLIST ", " OPERANDS ", p, 1, 1, 0;\n}\n"                                    \
+                   : DOPS                                                                          \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));                 \
+    }                                                                                              \
+  };
+CUFUSE_WGMMA_RS16(64, 32, __half, "f16", CUFUSE_WGMMA_D32, CUFUSE_WGMMA_OPS0_31, "%37",
+                  "{%32, %33, %34, %35}, %36")
+CUFUSE_WGMMA_RS16(64, 32, __nv_bfloat16, "bf16", CUFUSE_WGMMA_D32, CUFUSE_WGMMA_OPS0_31, "%37",
+                  "{%32, %33, %34, %35}, %36")
+CUFUSE_WGMMA_RS16(128, 64, __half, "f16", CUFUSE_WGMMA_D64, CUFUSE_WGMMA_D64_OPS, "%69",
+                  "{%64, %65, %66, %67}, %68")
+CUFUSE_WGMMA_RS16(128, 64, __nv_bfloat16, "bf16", CUFUSE_WGMMA_D64, CUFUSE_WGMMA_D64_OPS, "%69",
+                  "{%64, %65, %66, %67}, %68")
+#undef CUFUSE_WGMMA_RS16
+#undef CUFUSE_WGMMA_D32
+#undef CUFUSE_WGMMA_R0_31
+#undef CUFUSE_WGMMA_OPS0_31
 #undef CUFUSE_WGMMA_D64
 #undef CUFUSE_WGMMA_D64_OPS
 #undef CUFUSE_WGMMA_D128
@@ -214,6 +252,59 @@ CUFUSE_DEVICE_FN void st_shared_b32(unsigned addr, unsigned v) {
 }
 CUFUSE_DEVICE_FN void st_shared_f32x2(unsigned addr, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(x), "f"(y) : "memory");
+}
+
+// ---- whether the code has the sm_90a features ------------------------------------------------
+
+/// Writes whether this translation unit's code for the current device has the sm_90a features
+/// (wgmma, setmaxnreg): the kernels of a translation unit built for sm_90 without `a` compile
+/// to a trap, and the binary architecture alone does not tell them apart. One per epilogue type
+/// (the kernels' own translation unit).
+template <class Epi>
+__global__ void sm90a_probe_kernel(int* out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+
+/// Runs sm90a_probe_kernel once on a private stream (allowed while another stream is being
+/// captured: the thread's capture mode is relaxed meanwhile).
+template <class Epi>
+cudaError_t probe_sm90a(bool* has) {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaError_t e = cudaThreadExchangeStreamCaptureMode(&mode);
+  if (e != cudaSuccess) {
+    return e;
+  }
+  int* flag = nullptr;
+  cudaStream_t s = nullptr;
+  e = cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped);
+  if (e == cudaSuccess) {
+    *flag = 0;
+    e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  }
+  int* dev = nullptr;
+  if (e == cudaSuccess) {
+    e = cudaHostGetDevicePointer(&dev, flag, 0);
+  }
+  if (e == cudaSuccess) {
+    sm90a_probe_kernel<Epi><<<1, 1, 0, s>>>(dev);
+    e = cudaGetLastError();
+  }
+  if (e == cudaSuccess) {
+    e = cudaStreamSynchronize(s);
+  }
+  *has = e == cudaSuccess && *flag == 1;
+  if (s != nullptr) {
+    (void)cudaStreamDestroy(s);
+  }
+  if (flag != nullptr) {
+    (void)cudaFreeHost(flag);
+  }
+  (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  return e;
 }
 
 } // namespace cufuse::gemm_detail

@@ -18,6 +18,32 @@ struct a_rows_as_staged {
   static constexpr bool zeroes = false;
 };
 
+/// Loads A fragment `mi` of k-step `ks` for this warp (see mma_fragments).
+template <class Cfg, bool TA, bool TB, class Rows = a_rows_as_staged>
+CUFUSE_DEVICE_FN void mma_a_fragment(unsigned ra, const typename Cfg::element* sa, int a_base,
+                                     int mi, int ks, unsigned (&f)[4], const Rows& rows = {}) {
+  using L = mma_frag_layout<Cfg, TA, TB>;
+  if constexpr (L::a_ldsm) {
+    unsigned addr = ra + unsigned(L::a_off(a_base, mi, ks)) * unsigned(sizeof(*sa));
+    if constexpr (Rows::zeroes) {
+      static_assert(!TA, "cufuse: zero rows are rows of a K-contiguous A tile");
+      addr = rows.keep(mi) ? addr : rows.zero;
+    }
+    if constexpr (TA) {
+      ldmatrix_x4_trans(f, addr);
+    } else {
+      ldmatrix_x4(f, addr);
+    }
+  } else { // 8-byte reads: rows g and g + 8 of k row kh (see a_row)
+    CUFUSE_UNROLL
+    for (int kh = 0; kh < 2; ++kh) {
+      const float2 x = *reinterpret_cast<const float2*>(sa + L::a_off(a_base, mi, ks, kh));
+      f[2 * kh] = to_tf32(x.x);
+      f[2 * kh + 1] = to_tf32(x.y);
+    }
+  }
+}
+
 /// Loads the A and B fragments of k-step `ks` for this warp from the stage tiles at shared
 /// byte addresses `ra` / `rb` (`sa` / `sb`: the same tiles as pointers, for the TF32 reads of
 /// M- or N-major tiles).
@@ -44,25 +70,7 @@ CUFUSE_DEVICE_FN void mma_fragments(unsigned ra, unsigned rb, const typename Cfg
     if (mi < a0 || mi >= a1) {
       continue;
     }
-    if constexpr (L::a_ldsm) {
-      unsigned addr = ra + unsigned(L::a_off(a_base, mi, ks)) * sz;
-      if constexpr (Rows::zeroes) {
-        static_assert(!TA, "cufuse: zero rows are rows of a K-contiguous A tile");
-        addr = rows.keep(mi) ? addr : rows.zero;
-      }
-      if constexpr (TA) {
-        ldmatrix_x4_trans(fa[mi], addr);
-      } else {
-        ldmatrix_x4(fa[mi], addr);
-      }
-    } else { // 8-byte reads: rows g and g + 8 of k row kh (see a_row)
-      CUFUSE_UNROLL
-      for (int kh = 0; kh < 2; ++kh) {
-        const float2 x = *reinterpret_cast<const float2*>(sa + L::a_off(a_base, mi, ks, kh));
-        fa[mi][2 * kh] = to_tf32(x.x);
-        fa[mi][2 * kh + 1] = to_tf32(x.y);
-      }
-    }
+    mma_a_fragment<Cfg, TA, TB>(ra, sa, a_base, mi, ks, fa[mi], rows);
   }
   if constexpr (L::b_ldsm) {
     CUFUSE_UNROLL
