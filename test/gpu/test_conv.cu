@@ -38,10 +38,10 @@ bool sm90() {
 }
 
 // Implicit-GEMM variants that run a convolution whose channels come in 16-byte chunks: the
-// gathering tensor-core tiles (conv.cuh's for_each_mma_config; on sm_90 two wgmma ones too) and
+// gathering tensor-core tiles (conv.cuh's for_each_mma_config; on sm_90 three wgmma ones too) and
 // the SIMT kernel; the halo tiles (halo_variants) run some of them too.
-std::size_t half_variants() { return sm90() ? 9 : 7; } // fp16 / bf16
-constexpr std::size_t tf32_variants = 4;               // fp32 under gemm_math::tf32
+std::size_t half_variants() { return sm90() ? 10 : 7; } // fp16 / bf16
+constexpr std::size_t tf32_variants = 4;                // fp32 under gemm_math::tf32
 
 struct conv_case {
   index_t n, h, w, c, k, r, s;
@@ -51,9 +51,8 @@ struct conv_case {
 /// The halo tiles that run case t (conv/mma.cuh's halo_config), by their documented rules:
 /// stride and dilation 1, an output as large as the input, C a multiple of the tile's reduction
 /// step, at least stages - 1 and at most 32 taps, (R - 1) W + S - 1 within the tile's halo. X is
-/// dense here. fp16 / bf16: 128x64x32 s4 halo128, 128x64x64 s3 halo64, 64x64x64 s4 halo64 and,
-/// on sm_90, the wgmma 128x128x64 s3 halo64 and 128x64x64 s4 halo128; TF32: 128x64x32 s3 halo128,
-/// 64x64x32 s4 halo64.
+/// dense here. On sm_90, fp16 / bf16: the wgmma 128x128x64 s3 halo64, 128x64x64 s4 halo128 and
+/// 64x64x64 s4 halo64; none otherwise.
 std::size_t halo_variants(const conv_case& t, bool tf32) {
   const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
   if (t.prm.stride[0] != 1 || t.prm.stride[1] != 1 || t.prm.dilation[0] != 1 ||
@@ -63,12 +62,9 @@ std::size_t halo_variants(const conv_case& t, bool tf32) {
   struct tile {
     index_t bk, stages, extra;
   };
-  std::vector<tile> tiles = tf32 ? std::vector<tile>{{32, 3, 128}, {32, 4, 64}}
-                                 : std::vector<tile>{{32, 4, 128}, {64, 3, 64}, {64, 4, 64}};
-  if (!tf32 && sm90()) {
-    tiles.push_back({64, 3, 64});
-    tiles.push_back({64, 4, 128});
-  }
+  const std::vector<tile> tiles = !tf32 && sm90()
+                                      ? std::vector<tile>{{64, 3, 64}, {64, 4, 128}, {64, 4, 64}}
+                                      : std::vector<tile>{};
   std::size_t n = 0;
   for (const tile& h : tiles) {
     n += t.c % h.bk == 0 && t.r * t.s >= h.stages - 1 && (t.r - 1) * t.w + t.s - 1 <= h.extra;
@@ -194,7 +190,7 @@ std::vector<conv_case> cases() {
       {2, 10, 9, 16, 40, 1, 1, P{}},                                          // 1x1 forced off GEMM
       {1, 11, 12, 40, 24, 3, 2, P{.padding = {2, 0}, .padding_end = {0, 1}}}, // asymmetric
       // Stride 1, output = input: the halo tiles run these too.
-      {2, 9, 63, 32, 24, 3, 3, P{.padding = {1, 1}}},                       // the widest halo128
+      {2, 9, 63, 64, 24, 3, 3, P{.padding = {1, 1}}},                       // the widest halo128
       {3, 7, 7, 128, 40, 3, 3, P{.padding = {1, 1}}},                       // tiles over 3 images
       {1, 6, 5, 64, 72, 3, 2, P{.padding = {2, 0}, .padding_end = {0, 1}}}, // asymmetric
       {1, 10, 12, 64, 16, 5, 5, P{.padding = {2, 2}}},                      // 25 taps
@@ -269,7 +265,7 @@ TEST_CASE("conv2d: fused epilogue (folded batch norm, ReLU, residual), every var
   // 3x3 "same" (the implicit-GEMM kernels) and 1x1 (the GEMM path by default), as in a ResNet
   // block; the larger one over several tiles with a partial channel tile.
   for (const conv_case& t : {conv_case{2, 9, 7, 8, 24, 3, 3, P{.padding = {1, 1}}},
-                             conv_case{2, 12, 11, 32, 136, 3, 3, P{.padding = {1, 1}}},
+                             conv_case{2, 12, 11, 64, 136, 3, 3, P{.padding = {1, 1}}},
                              conv_case{2, 9, 7, 24, 8, 1, 1, P{}}}) {
     const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
     cufuse::tensor<bf16, 4> x({t.n, t.h, t.w, t.c}), w({t.k, t.r, t.s, t.c});
@@ -430,13 +426,13 @@ TEST_CASE("conv2d: the halo tiles read X's pixels through their stride; forced w
                       "bf16 channel slice, pixels 128 apart, variant '" + v + "'");
   }
   CHECK(halo == halo_variants(t, false));
-  CHECK(halo >= 3);
+  CHECK(halo == (sm90() ? 3u : 0u));
   // Stride 2: no halo tile; forcing one names the rule.
   const P s2{.stride = {2, 2}, .padding = {1, 1}};
   cufuse::tensor<bf16, 4> x({t.n, t.h, t.w, t.c}), y2({t.n, 4, 5, t.k});
   fill(x, data_kind::reals, rng);
   cufuse::gemm_options opt;
-  opt.variant = "conv_mma_bf16_128x64x32_s4_halo128";
+  opt.variant = "conv_wgmma_bf16_128x64x64_s4_halo128";
   try {
     cufuse::conv2d(x, w, y2, s2, opt);
     FAIL("a halo tile ran a stride-2 convolution");

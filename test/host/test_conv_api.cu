@@ -367,26 +367,25 @@ TEST_CASE("conv2d: the tuner's database family names the geometry, epilogue and 
 TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_api]") {
   using cufuse::conv_detail::heuristic_choice;
   using bf16 = __nv_bfloat16;
-  // bf16 variants in for_each_mma_config's order: 0 128x128x32 s5, 1 128x64x32 s5, 2 128x64x64
-  // s4, 3 64x64x64 s4, 4 64x64x32 s4, 5 64x64x64 s4 k4, 6 the element gather, the halo tiles 7
-  // 128x64x32 s4, 8 128x64x64 s3, 9 64x64x64 s4, the wgmma tiles 10 128x128x64 s3, 11 128x64x64
-  // s4, their halo tiles 12 and 13, 14 SIMT.
+  // bf16 variants in for_each_mma_config's order: the wgmma tiles 0 128x128x64 s3, 1 128x64x64
+  // s4; mma.sync 2 128x128x32 s5, 3 128x64x32 s5, 4 128x64x64 s4, 5 64x64x64 s4, 6 64x64x32 s4,
+  // 7 64x64x64 s4 k4, 8 the element gather; 9 wgmma 64x64x64 s4; the wgmma halo tiles 10
+  // 128x128 s3 halo64, 11 128x64 s4 halo128, 12 64x64 s4 halo64; 13 SIMT.
   std::vector<std::string> names;
   cufuse::conv_detail::for_each_mma_config<bf16>([&](auto cfg) {
     names.push_back(cufuse::conv_detail::mma_name<typename decltype(cfg)::type>());
   });
-  REQUIRE(names.size() == 14u);
-  CHECK(names[1] == "conv_mma_bf16_128x64x32_s5");
-  CHECK(names[3] == "conv_mma_bf16_64x64x64_s4");
-  CHECK(names[5] == "conv_mma_bf16_64x64x64_s4_k4");
-  CHECK(names[6] == "conv_mma_bf16_64x64x32_s3_elem");
-  CHECK(names[7] == "conv_mma_bf16_128x64x32_s4_halo128");
-  CHECK(names[8] == "conv_mma_bf16_128x64x64_s3_halo64");
-  CHECK(names[9] == "conv_mma_bf16_64x64x64_s4_halo64");
-  CHECK(names[10] == "conv_wgmma_bf16_128x128x64_s3");
-  CHECK(names[11] == "conv_wgmma_bf16_128x64x64_s4");
-  CHECK(names[12] == "conv_wgmma_bf16_128x128x64_s3_halo64");
-  CHECK(names[13] == "conv_wgmma_bf16_128x64x64_s4_halo128");
+  REQUIRE(names.size() == 13u);
+  CHECK(names[0] == "conv_wgmma_bf16_128x128x64_s3");
+  CHECK(names[1] == "conv_wgmma_bf16_128x64x64_s4");
+  CHECK(names[3] == "conv_mma_bf16_128x64x32_s5");
+  CHECK(names[5] == "conv_mma_bf16_64x64x64_s4");
+  CHECK(names[7] == "conv_mma_bf16_64x64x64_s4_k4");
+  CHECK(names[8] == "conv_mma_bf16_64x64x32_s3_elem");
+  CHECK(names[9] == "conv_wgmma_bf16_64x64x64_s4");
+  CHECK(names[10] == "conv_wgmma_bf16_128x128x64_s3_halo64");
+  CHECK(names[11] == "conv_wgmma_bf16_128x64x64_s4_halo128");
+  CHECK(names[12] == "conv_wgmma_bf16_64x64x64_s4_halo64");
   auto layer = [](index_t n, index_t pq, index_t k) {
     cufuse::conv_detail::conv_args a{};
     a.n = n;
@@ -395,39 +394,43 @@ TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_a
     a.k = k;
     return a;
   };
-  const std::uint32_t chunked = 0x3f | 1u << 14; // the 16-byte gathers and SIMT can run
-  // The measured fastest (bench/JOURNAL.md c3) on all but 7x7 C512 (there 128x64x64, 5% ahead).
-  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, chunked) == 1);
-  CHECK(heuristic_choice<bf16>(layer(32, 28, 128), 132, chunked) == 1);
-  CHECK(heuristic_choice<bf16>(layer(32, 14, 256), 132, chunked) == 3);
-  CHECK(heuristic_choice<bf16>(layer(32, 7, 512), 132, chunked) == 3);
+  const std::uint32_t mma = 0xfcu | 1u << 13; // the mma.sync gathers and SIMT can run
+  // The measured fastest mma.sync tile (bench/JOURNAL.md c3) on all but 7x7 C512 (there
+  // 128x64x64, 5% ahead).
+  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, mma) == 3);
+  CHECK(heuristic_choice<bf16>(layer(32, 28, 128), 132, mma) == 3);
+  CHECK(heuristic_choice<bf16>(layer(32, 14, 256), 132, mma) == 5);
+  CHECK(heuristic_choice<bf16>(layer(32, 7, 512), 132, mma) == 5);
   // Batch 1: 8 tiles of 64 x 64 for 132 SMs: split-K.
-  CHECK(heuristic_choice<bf16>(layer(1, 7, 512), 132, chunked) == 5);
+  CHECK(heuristic_choice<bf16>(layer(1, 7, 512), 132, mma) == 7);
+  // sm_90a: the wgmma tiles where they fill 70% of the slots (c5), else as before; the 64-row
+  // one is never the heuristic's.
+  const std::uint32_t wg = mma | 3u | 1u << 9;
+  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, wg) == 1); // K = 64: not 128 wide
+  CHECK(heuristic_choice<bf16>(layer(32, 28, 128), 132, wg) == 0);
+  CHECK(heuristic_choice<bf16>(layer(32, 14, 256), 132, wg) == 1);
+  CHECK(heuristic_choice<bf16>(layer(32, 7, 512), 132, wg) == 5);
+  CHECK(heuristic_choice<bf16>(layer(1, 7, 512), 132, wg) == 7);
   // A halo tile replaces the gathering tile of its size where it can run (3x3 "same").
-  const std::uint32_t halo = chunked | 7u << 7;
-  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, halo) == 7);
-  CHECK(heuristic_choice<bf16>(layer(32, 28, 128), 132, halo) == 7);
-  CHECK(heuristic_choice<bf16>(layer(32, 14, 256), 132, halo) == 9);
-  CHECK(heuristic_choice<bf16>(layer(32, 7, 512), 132, halo) == 9);
-  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, chunked | 1u << 9) == 1); // none of 1's size
-  CHECK(heuristic_choice<bf16>(layer(1, 7, 512), 132, halo) == 5);
-  // The wgmma tiles are the tuner's to choose (and no halo twin of an mma.sync tile).
-  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, halo | 0xfu << 10) == 7);
-  CHECK(heuristic_choice<bf16>(layer(32, 7, 512), 132, chunked | 0xfu << 10) == 3);
+  const std::uint32_t halo = wg | 7u << 10;
+  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, halo) == 11);
+  CHECK(heuristic_choice<bf16>(layer(32, 28, 128), 132, halo) == 10);
+  CHECK(heuristic_choice<bf16>(layer(32, 14, 256), 132, halo) == 11);
+  CHECK(heuristic_choice<bf16>(layer(32, 7, 512), 132, halo) == 5);          // no halo twin
+  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, wg | 1u << 10) == 1); // not of 1's size
+  CHECK(heuristic_choice<bf16>(layer(1, 7, 512), 132, halo) == 7);
   // C = 3: only the element gather and SIMT can run; nothing but SIMT: SIMT.
-  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 6 | 1u << 14) == 6);
-  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 14) == 14);
+  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 8 | 1u << 13) == 8);
+  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 13) == 13);
 }
 
 TEST_CASE("conv2d: which convolutions the halo tiles take", "[conv_api]") {
   using cufuse::conv_detail::halo_fits;
   using bf16 = __nv_bfloat16;
-  using wide =
-      cufuse::conv_detail::halo_config<cufuse::conv_detail::mma_conv_config<bf16, 128, 64, 32, 4>,
-                                       128>;
-  using narrow =
-      cufuse::conv_detail::halo_config<cufuse::conv_detail::mma_conv_config<bf16, 64, 64, 64, 4>,
-                                       64>;
+  using cufuse::conv_detail::halo_config;
+  using cufuse::conv_detail::wgmma_conv_config;
+  using wide = halo_config<wgmma_conv_config<bf16, 128, 64, 4>, 128>;
+  using narrow = halo_config<wgmma_conv_config<bf16, 64, 64, 4>, 64>;
   // A dense NHWC 3x3 "same" convolution of N x H x W x C.
   auto same = [](index_t n, index_t h, index_t w, index_t c, index_t r, index_t s) {
     cufuse::conv_detail::conv_args a{};
@@ -448,8 +451,8 @@ TEST_CASE("conv2d: which convolutions the halo tiles take", "[conv_api]") {
     return a;
   };
   CHECK(halo_fits<wide>(same(32, 56, 56, 64, 3, 3)));
-  CHECK(halo_fits<wide>(same(1, 5, 63, 32, 3, 3)));      // (R - 1) W + S - 1 = 128: the limit
-  CHECK(!halo_fits<wide>(same(1, 5, 64, 32, 3, 3)));     // 130
+  CHECK(halo_fits<wide>(same(1, 5, 63, 64, 3, 3)));      // (R - 1) W + S - 1 = 128: the limit
+  CHECK(!halo_fits<wide>(same(1, 5, 64, 64, 3, 3)));     // 130
   CHECK(!halo_fits<narrow>(same(32, 56, 56, 64, 3, 3))); // 114 > 64
   CHECK(halo_fits<narrow>(same(32, 14, 14, 256, 3, 3)));
   CHECK(!halo_fits<narrow>(same(32, 14, 14, 32, 3, 3))); // C not a multiple of its BK = 64

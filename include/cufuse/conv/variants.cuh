@@ -70,20 +70,22 @@ std::string mma_name() {
 }
 
 /// Calls f(std::type_identity<Cfg>{}) for each tensor-core configuration of element type T,
-/// in the heuristic's order of preference (valid_variants): larger tiles first, split-K last,
-/// then the halo tiles of stride-1 "same" convolutions (halo_config), the heuristic's
-/// replacements for the gathering tiles of their size (heuristic_choice).
-/// (No 128 x 128 tile with 64-element steps: it spills. bench/JOURNAL.md c2, c3: what each
-/// wins.)
+/// in the heuristic's order of preference (heuristic_choice): the 128-row wgmma tiles (sm_90a),
+/// the mma.sync tiles, larger first, split-K, the element gather, the 64-row wgmma tile (the
+/// tuner's to choose), then the wgmma halo tiles of stride-1 "same" convolutions (halo_config),
+/// which replace the gathering tile of their size where they can run.
+/// Measured on ResNet's layers (bench/JOURNAL.md c2, c3, c5): no 128 x 128 mma.sync tile with
+/// 64-element steps (it spills); halo tiles over mma.sync (they were no faster: the ldmatrix
+/// and MMA issue, not the gather, bounds those tiles) and TF32 ones are not in the set.
 template <class T, class F>
 void for_each_mma_config(F&& f) {
   if constexpr (std::is_same_v<T, float>) { // TF32: 128 fp32 accumulators of a 128 x 128 warp
     f(std::type_identity<mma_conv_config<float, 128, 64, 32, 4>>{}); // tile would spill
     f(std::type_identity<mma_conv_config<float, 64, 64, 32, 4>>{});
     f(std::type_identity<mma_conv_config<float, 64, 64, 32, 4, 4>>{});
-    f(std::type_identity<halo_config<mma_conv_config<float, 128, 64, 32, 3>, 128>>{});
-    f(std::type_identity<halo_config<mma_conv_config<float, 64, 64, 32, 4>, 64>>{});
   } else {
+    f(std::type_identity<wgmma_conv_config<T, 128, 128, 3>>{});
+    f(std::type_identity<wgmma_conv_config<T, 128, 64, 4>>{});
     f(std::type_identity<mma_conv_config<T, 128, 128, 32, 5>>{});
     f(std::type_identity<mma_conv_config<T, 128, 64, 32, 5>>{});
     f(std::type_identity<mma_conv_config<T, 128, 64, 64, 4>>{});
@@ -92,14 +94,10 @@ void for_each_mma_config(F&& f) {
     f(std::type_identity<mma_conv_config<T, 64, 64, 64, 4, 4>>{});
     // Channel counts or layouts the 16-byte gathers cannot take.
     f(std::type_identity<elem_gather_config<mma_conv_config<T, 64, 64, 32, 3>>>{});
-    f(std::type_identity<halo_config<mma_conv_config<T, 128, 64, 32, 4>, 128>>{});
-    f(std::type_identity<halo_config<mma_conv_config<T, 128, 64, 64, 3>, 64>>{});
-    f(std::type_identity<halo_config<mma_conv_config<T, 64, 64, 64, 4>, 64>>{});
-    // sm_90a: wgmma, gathering and halo tiles.
-    f(std::type_identity<wgmma_conv_config<T, 128, 128, 3>>{});
-    f(std::type_identity<wgmma_conv_config<T, 128, 64, 4>>{});
+    f(std::type_identity<wgmma_conv_config<T, 64, 64, 4>>{});
     f(std::type_identity<halo_config<wgmma_conv_config<T, 128, 128, 3>, 64>>{});
     f(std::type_identity<halo_config<wgmma_conv_config<T, 128, 64, 4>, 128>>{});
+    f(std::type_identity<halo_config<wgmma_conv_config<T, 64, 64, 4>, 64>>{});
   }
 }
 
@@ -345,11 +343,13 @@ constexpr int blocks_per_sm() {
 }
 
 /// The heuristic's choice among the variants `valid` marks (bit v: the v-th of
-/// for_each_mma_config<T>, the SIMT kernel after them): the first unsplit tensor-core tile
-/// (largest first, tiles wider than K skipped) whose blocks fill the GPU's block slots in whole
-/// waves to at least 75%; where none does, the 64 x 64 tile, or split-K when even that leaves
-/// more than half the SMs idle; the element gather where only it can run; else the SIMT kernel.
-/// (Measured on ResNet's layers, bench/JOURNAL.md c3: it picks the fastest variant on 5 of 6.)
+/// for_each_mma_config<T>, the SIMT kernel after them): the first unsplit 128-row wgmma or
+/// mma.sync tile (in for_each_mma_config's order, tiles wider than K skipped) whose blocks fill
+/// the GPU's block slots in whole waves to at least 75% (wgmma tiles: 70%, measured: on 28x28
+/// C128 the 128 x 128 one at 0.74 waves is the fastest); where none does, the 64 x 64 mma.sync
+/// tile, or split-K when even that leaves more than half the SMs idle; the element gather where
+/// only it can run; else the SIMT kernel. A halo tile of the chosen tile's size replaces it
+/// where it can run. (Measured on ResNet's layers, bench/JOURNAL.md c3, c5.)
 /// Host code without device calls: test/host/test_conv_api.cu checks its picks.
 template <class T>
 int heuristic_choice(const conv_args& a, int sms, std::uint32_t valid) {
@@ -361,8 +361,8 @@ int heuristic_choice(const conv_args& a, int sms, std::uint32_t valid) {
     if ((valid >> v & 1u) == 0) {
       return;
     }
-    if constexpr (halo_v<Cfg> || wgmma_conv_v<Cfg>) {
-      return; // halo tiles: replacements, below; wgmma tiles: the tuner's to choose
+    if constexpr (halo_v<Cfg> || (wgmma_conv_v<Cfg> && Cfg::BM == 64)) {
+      return; // halo tiles: replacements, below; the 64-row wgmma tile: the tuner's to choose
     } else if constexpr (elem_gather_v<Cfg>) {
       elem = elem < 0 ? v : elem;
     } else if constexpr (Cfg::splits > 1) {
@@ -371,10 +371,11 @@ int heuristic_choice(const conv_args& a, int sms, std::uint32_t valid) {
       const index_t tiles = tiles_of<Cfg>(a);
       const double waves = double(tiles) / double(index_t(sms) * blocks_per_sm<Cfg>());
       const double fill = waves / std::ceil(waves);
-      if (heuristic < 0 && (Cfg::BN <= 64 || a.k > 64) && waves >= 0.75 && fill >= 0.75) {
+      const double least = wgmma_conv_v<Cfg> ? 0.7 : 0.75;
+      if (heuristic < 0 && (Cfg::BN <= 64 || a.k > 64) && waves >= least && fill >= least) {
         heuristic = v;
       }
-      if (Cfg::BM == 64 && Cfg::BN == 64 && fallback < 0) {
+      if (!wgmma_conv_v<Cfg> && Cfg::BM == 64 && Cfg::BN == 64 && fallback < 0) {
         fallback = v;
         small_tiles = tiles;
       }
