@@ -144,6 +144,20 @@ std::vector<float> host_of(const cufuse::tensor<T, R>& t) {
   return out;
 }
 
+/// Fills `xw` [n, h, w, width] and returns, densely, the values of case t's X as its channels
+/// first .. first + C - 1.
+template <class T>
+std::vector<float> fill_channel_slice(cufuse::tensor<T, 4>& xw, const conv_case& t, index_t width,
+                                      index_t first, std::mt19937& rng) {
+  const auto hxw = fill(xw, data_kind::reals, rng);
+  std::vector<float> hx(static_cast<std::size_t>(t.n * t.h * t.w * t.c));
+  const std::size_t c = std::size_t(t.c), wd = std::size_t(width), f = std::size_t(first);
+  for (std::size_t i = 0; i < hx.size(); ++i) {
+    hx[i] = hxw[(i / c) * wd + f + i % c];
+  }
+  return hx;
+}
+
 /// got ~ want within fp32 accumulation of `terms` products (2 terms 2^-24 of their magnitudes),
 /// TF32 inputs (2^-9 of them: each operand loses its low 13 bits toward zero) and one rounding
 /// to TY; exact for integer data of small magnitude.
@@ -166,6 +180,19 @@ void check_close(const std::vector<float>& got, const std::vector<double>& want,
             << (got.empty() ? 0.0f : got[first]) << ", want "
             << (want.empty() ? 0.0 : want[first]));
   CHECK(bad == 0);
+}
+
+/// Runs variant `v` on x, w into y (poisoned first) and checks y against `want` (16-bit or fp32
+/// inputs, no TF32).
+template <class X, class W, class TY>
+void check_variant(const X& x, const W& w, cufuse::tensor<TY, 4>& y, const conv_case& t,
+                   const std::string& v, const conv_result& want, const std::string& what) {
+  cufuse::gemm_options opt;
+  opt.variant = v;
+  y.fill(std::numeric_limits<float>::quiet_NaN());
+  cufuse::conv2d(x, w, y, t.prm, opt);
+  check_close<TY>(host_of(y), want.y, want.mag, t.r * t.s * t.c, false,
+                  what + ", variant '" + v + "'");
 }
 
 std::vector<conv_case> cases() {
@@ -343,12 +370,7 @@ TEST_CASE("conv2d: strided views of X and Y; a view of W", "[conv]") {
     const std::vector<std::string> names = cufuse::conv2d_variants(xv, w, y, t.prm);
     CHECK(names.size() == 2u);
     for (const std::string& v : names) {
-      cufuse::gemm_options opt;
-      opt.variant = v;
-      y.fill(std::numeric_limits<float>::quiet_NaN());
-      cufuse::conv2d(xv, w, y, t.prm, opt);
-      check_close<bf16>(host_of(y), want.y, want.mag, t.r * t.s * t.c, false,
-                        "bf16 channel stride 2, variant '" + v + "'");
+      check_variant(xv, w, y, t, v, want, "bf16 channel stride 2");
     }
   }
   {
@@ -359,12 +381,8 @@ TEST_CASE("conv2d: strided views of X and Y; a view of W", "[conv]") {
     const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
     cufuse::tensor<bf16, 4> xw({t.n, t.h, t.w, 40}), w({t.k, t.r, t.s, t.c});
     cufuse::tensor<bf16, 4> yw({t.n, p, q, 32});
-    const auto hxw = fill(xw, data_kind::reals, rng);
+    const auto hx = fill_channel_slice(xw, t, 40, 16, rng);
     const auto hw = fill(w, data_kind::reals, rng);
-    std::vector<float> hx(static_cast<std::size_t>(t.n * t.h * t.w * t.c));
-    for (std::size_t i = 0; i < hx.size(); ++i) {
-      hx[i] = hxw[(i / 16) * 40 + 16 + i % 16];
-    }
     auto xv = cufuse::slice(xw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(16, 32));
     auto yv = cufuse::slice(yw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(0, t.k));
     const auto want = conv_ref(hx, hw, t, p, q);
@@ -402,12 +420,8 @@ TEST_CASE("conv2d: the halo tiles read X's pixels through their stride; forced w
   const conv_case t{2, 8, 9, 64, 24, 3, 3, P{.padding = {1, 1}}};
   cufuse::tensor<bf16, 4> xw({t.n, t.h, t.w, 128}), w({t.k, t.r, t.s, t.c});
   cufuse::tensor<bf16, 4> y({t.n, t.h, t.w, t.k});
-  const auto hxw = fill(xw, data_kind::reals, rng);
+  const auto hx = fill_channel_slice(xw, t, 128, 32, rng);
   const auto hw = fill(w, data_kind::reals, rng);
-  std::vector<float> hx(static_cast<std::size_t>(t.n * t.h * t.w * t.c));
-  for (std::size_t i = 0; i < hx.size(); ++i) {
-    hx[i] = hxw[(i / 64) * 128 + 32 + i % 64];
-  }
   auto xv = cufuse::slice(xw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(32, 96));
   const auto want = conv_ref(hx, hw, t, t.h, t.w);
   const std::vector<std::string> names = cufuse::conv2d_variants(xv, w, y, t.prm);
@@ -418,12 +432,7 @@ TEST_CASE("conv2d: the halo tiles read X's pixels through their stride; forced w
       continue;
     }
     ++halo;
-    cufuse::gemm_options opt;
-    opt.variant = v;
-    y.fill(std::numeric_limits<float>::quiet_NaN());
-    cufuse::conv2d(xv, w, y, t.prm, opt);
-    check_close<bf16>(host_of(y), want.y, want.mag, t.r * t.s * t.c, false,
-                      "bf16 channel slice, pixels 128 apart, variant '" + v + "'");
+    check_variant(xv, w, y, t, v, want, "bf16 channel slice, pixels 128 apart");
   }
   CHECK(halo == halo_variants(t, false));
   CHECK(halo == (sm90() ? 3u : 0u));
