@@ -17,6 +17,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,10 @@ using index_t = cufuse::index_t;
 bool sm90() {
   static const bool yes = [] {
     int dev = 0, major = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+      throw std::runtime_error("test_conv: reading the device's compute capability failed");
+    }
     return major == 9;
   }();
   return yes;
