@@ -33,6 +33,9 @@ def workloads(dev):
     x = torch.empty(m, n, device=dev).uniform_(-2, 2)
     yield ("sum(X, 1) [8192, 8192]", "fp32", lambda x: x.sum(1), (x,), (m * n + m) * 4)
     yield ("sum(X, 0) [8192, 8192]", "fp32", lambda x: x.sum(0), (x,), (m * n + n) * 4)
+    a, b, k = 256, 1024, 256
+    t = torch.empty(a, b, k, device=dev).uniform_(-2, 2)
+    yield ("sum(T, 1) [256, 1024, 256]", "fp32", lambda t: t.sum(1), (t,), (a * b * k + a * k) * 4)
     big = 1 << 28
     b = torch.empty(big, device=dev).uniform_(-2, 2)
     c = torch.empty(big, device=dev).uniform_(-2, 2)

@@ -240,3 +240,106 @@ TEST_CASE("a reduction in a user's kernel evaluates per element", "[reduce_gpu]"
   }
   CHECK(bad == 0);
 }
+
+TEST_CASE("column reductions: V results per thread, many splits, broadcasts, misaligned views",
+          "[reduce_gpu]") {
+  // [40000, 8]: one block column, hundreds of splits (a block merges each result's states).
+  const index_t m = 40000, n = 8;
+  auto v = rnd(std::size_t(m * n));
+  v[std::size_t(100 * n + 3)] = 10.0f; // a tie across splits: the first index wins
+  v[std::size_t(30000 * n + 3)] = 10.0f;
+  const auto bv = rnd(std::size_t(n));
+  cufuse::tensor<float, 2> X({m, n});
+  cufuse::tensor<float, 1> bias({n}), r({n}), q({4});
+  cufuse::tensor<std::int64_t, 1> a({n});
+  X.upload(v);
+  bias.upload(bv);
+  auto col = [&](index_t j, index_t j0 = 0) {
+    std::vector<double> c(static_cast<std::size_t>(m));
+    for (index_t i = 0; i < m; ++i) {
+      c[std::size_t(i)] = v[std::size_t(i * n + j + j0)];
+    }
+    return c;
+  };
+  auto near = [](double got, double ref, double scale) {
+    return std::fabs(got - ref) <= 1e-5 * scale + 1e-6;
+  };
+  index_t bad = 0;
+  r.fill(std::numeric_limits<float>::quiet_NaN());
+  r = cufuse::sum(X + bias, 0);
+  auto got = r.download();
+  for (index_t j = 0; j < n; ++j) {
+    double s = 0, mag = 0;
+    for (double x : col(j)) {
+      s += x + bv[std::size_t(j)];
+      mag += std::fabs(x + bv[std::size_t(j)]);
+    }
+    bad += !near(got[std::size_t(j)], s, mag);
+  }
+  r.fill(std::numeric_limits<float>::quiet_NaN());
+  r = cufuse::var(X, 0);
+  got = r.download();
+  for (index_t j = 0; j < n; ++j) {
+    const auto c = col(j);
+    double mean = 0, m2 = 0;
+    for (double x : c) {
+      mean += x;
+    }
+    mean /= double(m);
+    for (double x : c) {
+      m2 += (x - mean) * (x - mean);
+    }
+    bad += !near(got[std::size_t(j)], m2 / double(m - 1), m2 / double(m - 1));
+  }
+  a.fill(std::int64_t(-7));
+  a = cufuse::argmax(X, 0);
+  const auto ga = a.download();
+  for (index_t j = 0; j < n; ++j) {
+    const auto c = col(j);
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < c.size(); ++i) {
+      best = c[i] > c[best] ? i : best;
+    }
+    bad += ga[std::size_t(j)] != std::int64_t(best);
+  }
+  CHECK(ga[3] == 100);
+  // A view starting one element in: not 16-byte aligned, so one result per thread.
+  q.fill(std::numeric_limits<float>::quiet_NaN());
+  q = cufuse::amax(cufuse::slice(X, cufuse::all, cufuse::range(1, 5)), 0);
+  const auto gq = q.download();
+  for (index_t j = 0; j < 4; ++j) {
+    double mx = -INFINITY;
+    for (double x : col(j, 1)) {
+      mx = std::max(mx, x);
+    }
+    bad += gq[std::size_t(j)] != float(mx);
+  }
+  CHECK(bad == 0);
+
+  // bf16 [6, 3000, 64], the middle axis: 8 results per thread, tens of splits per result.
+  const index_t d0 = 6, d1 = 3000, d2 = 64;
+  const auto tv = rnd(std::size_t(d0 * d1 * d2));
+  std::vector<__nv_bfloat16> tb(tv.size());
+  for (std::size_t i = 0; i < tv.size(); ++i) {
+    tb[i] = __float2bfloat16(tv[i]);
+  }
+  cufuse::tensor<__nv_bfloat16, 3> T({d0, d1, d2});
+  cufuse::tensor<float, 2> s({d0, d2});
+  T.upload(tb);
+  s.fill(std::numeric_limits<float>::quiet_NaN());
+  s = cufuse::sum(cufuse::cast<float>(T) * 2.0f, 1);
+  const auto gs = s.download();
+  bad = 0;
+  for (index_t i = 0; i < d0; ++i) {
+    for (index_t k = 0; k < d2; ++k) {
+      double ref = 0, mag = 0;
+      for (index_t j = 0; j < d1; ++j) {
+        const double x = 2.0 * double(__bfloat162float(tb[std::size_t((i * d1 + j) * d2 + k)]));
+        ref += x;
+        mag += std::fabs(x);
+      }
+      bad += !near(gs[std::size_t(i * d2 + k)], ref, mag);
+    }
+  }
+  CHECK(bad == 0);
+}

@@ -34,6 +34,37 @@ inline int device_sm_count() {
   });
 }
 
+/// Blocks of `block` threads of `Kernel` resident on the whole device at once (one full wave);
+/// computed on first use per device.
+template <auto Kernel>
+index_t resident_blocks(int block) {
+  static std::atomic<int> cache[max_cached_devices] = {};
+  return per_device(cache, [block](int dev) {
+    int per_sm = 0;
+    CUFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, block, 0));
+    (void)dev;
+    return device_sm_count() * (per_sm > 0 ? per_sm : 1);
+  });
+}
+
+/// Enqueues the finish kernel of a split reduction: a block per result past 32 splits.
+template <class T, int R, class Red, class In, class Out>
+void launch_finish(Out* out, const Red& red, const reduce_geometry<R>& g,
+                   const typename Red::template state<In>* partial, cudaStream_t stream) {
+  if (g.splits > 32) {
+    const unsigned grid = unsigned(g.results < max_grid_blocks ? g.results : max_grid_blocks);
+    reduce_finish_kernel<true, R, Red, In><<<grid, reduce_block, 0, stream>>>(out, red, g, partial);
+    check_launch<T>("reduce_finish_kernel<<<>>> (a block per result)", g.results, grid,
+                    reduce_block, stream);
+  } else {
+    const index_t blocks = (g.results + reduce_block - 1) / reduce_block;
+    const unsigned grid = unsigned(blocks < max_grid_blocks ? blocks : max_grid_blocks);
+    reduce_finish_kernel<false, R, Red, In>
+        <<<grid, reduce_block, 0, stream>>>(out, red, g, partial);
+    check_launch<T>("reduce_finish_kernel<<<>>>", g.results, grid, reduce_block, stream);
+  }
+}
+
 /// The geometry of reducing `n` into a destination with strides `dst_str` (of the node's shape).
 template <class N, int OutRank>
 reduce_geometry<N::arg_rank> geometry_of(const N& n, const strides<OutRank>& dst_str) {
@@ -88,6 +119,42 @@ bool flat_reducible(const Arg& arg, int widest) {
   return ok;
 }
 
+/// True when every leaf of `arg` (rank R) is read along the innermost axis either contiguously,
+/// with every V-element group 16-byte aligned, or repeated (stride 0), and that axis has a
+/// multiple of V elements: the column kernel may then take V results per thread. Fills `lay`
+/// with each leaf's strides over arg's axes (right-aligned; 0 where it repeats).
+template <int V, class Arg, int R = Arg::rank>
+bool columns_vectorizable(const Arg& arg, bound_layout<R, Arg::leaf_count>& lay) {
+  const auto shape = arg.shape();
+  if (shape[R - 1] % V != 0) {
+    return false;
+  }
+  bool ok = true;
+  int l = 0;
+  auto check = [&](const auto& leaf) {
+    using L = std::remove_cvref_t<decltype(leaf)>;
+    constexpr int LR = L::rank;
+    strides<R> st{};
+    for (int d = 0; d < LR; ++d) {
+      st[R - LR + d] = leaf.shp[d] == 1 ? 0 : leaf.str[d];
+    }
+    if (st[R - 1] == 1) {
+      const auto bytes = std::uintptr_t(V) * sizeof(typename L::value_type);
+      ok = ok && reinterpret_cast<std::uintptr_t>(leaf.ptr) % bytes == 0;
+      for (int d = 0; d < R - 1; ++d) {
+        ok = ok && st[d] % V == 0;
+      }
+    } else {
+      ok = ok && st[R - 1] == 0;
+    }
+    lay.str[l] = st;
+    lay.smem[l] = -1;
+    ++l;
+  };
+  for_each_leaf(arg, check);
+  return ok;
+}
+
 /// A full reduction of contiguous, aligned operands: the flat kernel (split over blocks, then
 /// the finish kernel merges the splits). False when the operands do not allow it.
 template <class D, class N>
@@ -110,7 +177,10 @@ bool try_reduce_flat(const D& d, const N& n, cudaStream_t stream) {
   }
   const auto arg = bind<0>(n.arg, lay);
   const index_t count = n.arg.shape().size();
-  const index_t target = index_t(device_sm_count()) * 8;
+  constexpr auto kernel =
+      &reduce_flat_kernel<V, typename N::reducer_type, std::remove_cvref_t<decltype(arg)>, T>;
+  // One wave of equal blocks: a second, partial wave would leave SMs idle at the end.
+  const index_t target = resident_blocks<kernel>(reduce_block);
   // at least 16 accesses of V per thread in a split
   const index_t per_split = index_t(reduce_block) * V * 16;
   index_t splits = (count + per_split - 1) / per_split;
@@ -126,15 +196,12 @@ bool try_reduce_flat(const D& d, const N& n, cudaStream_t stream) {
                           "reduction workspace");
     partial = static_cast<S*>(p);
   }
-  reduce_flat_kernel<V>
-      <<<unsigned(splits), reduce_block, 0, stream>>>(d.ptr, n.red, arg, count, chunk, partial);
+  kernel<<<unsigned(splits), reduce_block, 0, stream>>>(d.ptr, n.red, arg, count, chunk, partial);
   check_launch<T>("reduce_flat_kernel<<<>>>", count, splits, reduce_block, stream);
   if (partial != nullptr) {
     auto g = geometry_of(n, d.str);
     g.splits = int(splits);
-    reduce_finish_kernel<R, typename N::reducer_type, In>
-        <<<1, reduce_block, 0, stream>>>(d.ptr, n.red, g, partial);
-    check_launch<T>("reduce_finish_kernel<<<>>>", 1, 1, reduce_block, stream);
+    launch_finish<T, R, typename N::reducer_type, In>(d.ptr, n.red, g, partial, stream);
     CUFUSE_CUDA_CHECK(cudaFreeAsync(partial, stream));
   }
   return true;
@@ -146,6 +213,7 @@ void reduce_into(const D& d, const N& n, cudaStream_t stream) {
   using T = typename D::value_type;
   using In = typename N::input_type;
   using S = typename N::state_type;
+  using Arg = typename N::arg_type;
   constexpr int R = N::arg_rank;
   if constexpr (std::is_same_v<typename D::space, host_space>) {
     const auto shape = d.shape();
@@ -202,9 +270,31 @@ void reduce_into(const D& d, const N& n, cudaStream_t stream) {
           <<<grid, reduce_block, 0, stream>>>(d.ptr, n.red, n.arg, g, partial);
       check_launch<T>("reduce_rows_kernel<<<>>>", g.results * g.count, grid, reduce_block, stream);
     } else {
-      const index_t bx = (g.results + 31) / 32;
+      // V results per thread where every operand allows 16-byte accesses along the kept
+      // innermost axis (reduce_columns_vec_kernel); else one.
+      constexpr int widest = max_leaf_bytes<Arg>() > 0 ? max_leaf_bytes<Arg>() : 1;
+      constexpr int V = 16 / widest < 8 ? 16 / widest : 8;
+      bool vec = false;
+      bound_layout<R, Arg::leaf_count> lay{};
+      if constexpr (V > 1 && R >= 2) {
+        vec = columns_vectorizable<V>(n.arg, lay);
+      }
+      constexpr int Y = CUFUSE_COLUMNS_ROWS, U = CUFUSE_COLUMNS_UNROLL;
+      constexpr auto vec_kernel = &reduce_columns_vec_kernel<V, Y, U, R, typename N::reducer_type,
+                                                             bound_t<Arg, R, Arg::leaf_count>, T>;
+      const index_t per_block = vec ? index_t(reduce_block / Y) * V : 32;
+      const index_t bx = (g.results + per_block - 1) / per_block;
       index_t splits = 1;
-      if (bx < target) {
+      if (vec) {
+        // Splits that fill whole waves of resident blocks: at [8192, 8192], 17 splits of 64
+        // block columns made 2.06 waves, and the last 0.06 ran on an almost idle GPU.
+        const index_t resident = resident_blocks<vec_kernel>(reduce_block);
+        splits = resident / bx;
+        const index_t most = (g.count + 63) / 64; // at least 64 reduced rows per split
+        splits = splits < most ? splits : most;
+        splits = splits > 1 ? splits : 1;
+        splits = splits < 65535 ? splits : 65535;
+      } else if (bx < target) {
         splits = (target + bx - 1) / bx;
         const index_t most = (g.count + 63) / 64; // at least 64 reduced rows per split
         splits = splits < most ? splits : most;
@@ -217,17 +307,23 @@ void reduce_into(const D& d, const N& n, cudaStream_t stream) {
         workspace(g.results * splits);
       }
       const dim3 grid(unsigned(bx < max_grid_blocks ? bx : max_grid_blocks), unsigned(splits));
-      reduce_columns_kernel<R>
-          <<<grid, dim3(32, column_rows), 0, stream>>>(d.ptr, n.red, n.arg, g, partial);
-      check_launch<T>("reduce_columns_kernel<<<>>>", g.results * g.count, grid.x, reduce_block,
-                      stream);
+      if constexpr (V > 1 && R >= 2) {
+        if (vec) {
+          const auto arg = bind<0>(n.arg, lay);
+          vec_kernel<<<grid, dim3(reduce_block / Y, Y), 0, stream>>>(d.ptr, n.red, arg, g, partial);
+          check_launch<T>("reduce_columns_vec_kernel<<<>>>", g.results * g.count, grid.x,
+                          reduce_block, stream);
+        }
+      }
+      if (!vec) {
+        reduce_columns_kernel<R>
+            <<<grid, dim3(32, column_rows), 0, stream>>>(d.ptr, n.red, n.arg, g, partial);
+        check_launch<T>("reduce_columns_kernel<<<>>>", g.results * g.count, grid.x, reduce_block,
+                        stream);
+      }
     }
     if (partial != nullptr) {
-      const index_t blocks = (g.results + reduce_block - 1) / reduce_block;
-      const unsigned grid = unsigned(blocks < max_grid_blocks ? blocks : max_grid_blocks);
-      reduce_finish_kernel<R, typename N::reducer_type, In>
-          <<<grid, reduce_block, 0, stream>>>(d.ptr, n.red, g, partial);
-      check_launch<T>("reduce_finish_kernel<<<>>>", g.results, grid, reduce_block, stream);
+      launch_finish<T, R, typename N::reducer_type, In>(d.ptr, n.red, g, partial, stream);
       CUFUSE_CUDA_CHECK(cudaFreeAsync(partial, stream));
     }
   }
