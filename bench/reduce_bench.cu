@@ -264,6 +264,33 @@ __global__ void empty_kernel() {}
 
 } // namespace
 
+/// The staged bytes per row above which a cluster of blocks shares a row
+/// (detail::rows_cluster_bytes; default 48 KB): softmax and layer_norm at each threshold.
+template <class T>
+void cluster_sweep(const char* dtype, index_t n, double copy_gbps) {
+  const index_t m = (index_t(1) << 27) / n;
+  std::mt19937_64 rng(23);
+  timer tm;
+  cufuse::tensor<T, 2> X({m, n}), Y({m, n});
+  cufuse::tensor<T, 1> w({n}), b({n});
+  random_fill(X, rng);
+  random_fill(w, rng);
+  random_fill(b, rng);
+  const int keep = cufuse::detail::rows_cluster_bytes.load();
+  for (int kb : {8, 16, 32, 48, 1 << 20}) {
+    cufuse::detail::rows_cluster_bytes.store(kb * 1024);
+    const double sm = tm.median_ms([&] { Y = cufuse::softmax(X, -1); });
+    const int blocks = cufuse::detail::rows_last_cluster.load();
+    const double ln = tm.median_ms([&] { Y = cufuse::layer_norm(X, w, b, 1e-5f); });
+    const double bytes = 2.0 * m * n * sizeof(T);
+    std::printf("cluster sweep %s [%lld, %lld] above %7d KB (%d blocks per row): softmax %.3f of "
+                "copy, layer_norm %.3f of copy\n",
+                dtype, static_cast<long long>(m), static_cast<long long>(n), kb, blocks,
+                bytes / (sm * 1e-3) / 1e9 / copy_gbps, bytes / (ln * 1e-3) / 1e9 / copy_gbps);
+  }
+  cufuse::detail::rows_cluster_bytes.store(keep);
+}
+
 int main(int argc, char** argv) {
   std::string out = "reduce.json";
   for (int i = 1; i + 1 < argc; ++i) {
@@ -310,6 +337,12 @@ int main(int argc, char** argv) {
   }
   std::printf("host us per call (32x32 softmax): empty <<<>>> %.2f, softmax %.2f\n", empty_us,
               softmax_us);
+  if (std::getenv("REDUCE_CLUSTER_SWEEP") != nullptr) {
+    for (index_t n : {index_t(4096), index_t(8192), index_t(32768)}) {
+      cluster_sweep<float>("fp32", n, copy_gbps);
+    }
+    cluster_sweep<bf16>("bf16", 32768, copy_gbps);
+  }
   if (std::getenv("REDUCE_NO_SWEEP") == nullptr) { // the block-size sweep: set it to skip
     chunk_sweep<float>("fp32", copy_gbps);
     chunk_sweep<bf16>("bf16", copy_gbps);

@@ -343,3 +343,168 @@ TEST_CASE("column reductions: V results per thread, many splits, broadcasts, mis
   }
   CHECK(bad == 0);
 }
+
+TEST_CASE("long rows: a cluster of blocks shares each row", "[reduce_gpu]") {
+  int major = 0;
+  CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  // fp32 rows of 40000 columns: 160 KB staged per row, so 4 blocks of a cluster share it.
+  const index_t m = 7, n = 40000;
+  auto v = rnd(std::size_t(m * n), -8, 8);
+  v[std::size_t(0 * n + 5)] = 9.0f; // row 0: a tie across blocks, the first index wins
+  v[std::size_t(0 * n + 35000)] = 9.0f;
+  v[std::size_t(1 * n + 39999)] = 9.5f; // row 1: the maximum in the last column
+  const auto wv = rnd(std::size_t(n), 0.5f, 1.5f), bv = rnd(std::size_t(n));
+  cufuse::tensor<float, 2> X({m, n}), Y({m, n}), mu({m, 1}), rstd({m, 1});
+  cufuse::tensor<float, 1> w({n}), b({n});
+  X.upload(v);
+  w.upload(wv);
+  b.upload(bv);
+  auto at = [&](index_t i, index_t j) { return double(v[std::size_t(i * n + j)]); };
+  auto poison = [&] { Y.fill(std::numeric_limits<float>::quiet_NaN()); };
+  index_t bad = 0;
+  auto expect = [&](const char* what, auto&& ref, double tol) {
+    const auto got = Y.download();
+    index_t wrong = 0;
+    for (index_t i = 0; i < m; ++i) {
+      const auto r = ref(i);
+      for (index_t j = 0; j < n; ++j) {
+        wrong += !(std::fabs(got[std::size_t(i * n + j)] - r[std::size_t(j)]) <=
+                   tol * (1 + std::fabs(r[std::size_t(j)])));
+      }
+    }
+    INFO(what << ": " << wrong << " wrong");
+    CHECK(wrong == 0);
+    if (major >= 9) {
+      CHECK(cufuse::detail::rows_last_cluster.load() == 4);
+    }
+    bad += wrong;
+  };
+  auto stats = [&](index_t i) {
+    double mean = 0, var = 0, ms = 0, mx = -INFINITY;
+    for (index_t j = 0; j < n; ++j) {
+      mean += at(i, j);
+      ms += at(i, j) * at(i, j);
+      mx = std::max(mx, at(i, j));
+    }
+    mean /= double(n);
+    for (index_t j = 0; j < n; ++j) {
+      var += (at(i, j) - mean) * (at(i, j) - mean);
+    }
+    return std::array<double, 4>{mean, var / double(n), ms / double(n), mx};
+  };
+  poison();
+  Y = cufuse::softmax(X, -1);
+  expect(
+      "softmax",
+      [&](index_t i) {
+        const auto st = stats(i);
+        double s = 0;
+        for (index_t j = 0; j < n; ++j) {
+          s += std::exp(at(i, j) - st[3]);
+        }
+        std::vector<double> r;
+        for (index_t j = 0; j < n; ++j) {
+          r.push_back(std::exp(at(i, j) - st[3]) / s);
+        }
+        return r;
+      },
+      1e-5);
+  poison();
+  Y = cufuse::layer_norm(X, w, b, 1e-5f);
+  expect(
+      "layer_norm",
+      [&](index_t i) {
+        const auto st = stats(i);
+        std::vector<double> r;
+        for (index_t j = 0; j < n; ++j) {
+          r.push_back((at(i, j) - st[0]) / std::sqrt(st[1] + 1e-5) * wv[std::size_t(j)] +
+                      bv[std::size_t(j)]);
+        }
+        return r;
+      },
+      1e-5);
+  poison();
+  Y = cufuse::rms_norm(X, w, 1e-6f);
+  expect(
+      "rms_norm",
+      [&](index_t i) {
+        const auto st = stats(i);
+        std::vector<double> r;
+        for (index_t j = 0; j < n; ++j) {
+          r.push_back(at(i, j) / std::sqrt(st[2] + 1e-6) * wv[std::size_t(j)]);
+        }
+        return r;
+      },
+      1e-5);
+  poison();
+  Y = X * 0.0f + cufuse::cast<float>(cufuse::argmax(X, -1, cufuse::keepdim));
+  expect(
+      "argmax in a row form",
+      [&](index_t i) {
+        index_t best = 0;
+        for (index_t j = 1; j < n; ++j) {
+          best = at(i, j) > at(i, best) ? j : best;
+        }
+        return std::vector<double>(std::size_t(n), double(best));
+      },
+      0);
+  // The training forward: the output and the per-row mean and rstd, one kernel.
+  poison();
+  mu.fill(std::numeric_limits<float>::quiet_NaN());
+  rstd.fill(std::numeric_limits<float>::quiet_NaN());
+  const auto mean = cufuse::mean(X, -1, cufuse::keepdim);
+  const auto centred = X - mean;
+  const auto rs = cufuse::rsqrt(cufuse::mean(cufuse::square(centred), -1, cufuse::keepdim) + 1e-5f);
+  cufuse::tie(Y, mu, rstd) = cufuse::pack(centred * rs, mean, rs);
+  expect(
+      "tie(Y, mean, rstd)",
+      [&](index_t i) {
+        const auto st = stats(i);
+        std::vector<double> r;
+        for (index_t j = 0; j < n; ++j) {
+          r.push_back((at(i, j) - st[0]) / std::sqrt(st[1] + 1e-5));
+        }
+        return r;
+      },
+      1e-5);
+  const auto gm = mu.download(), gr = rstd.download();
+  for (index_t i = 0; i < m; ++i) {
+    const auto st = stats(i);
+    bad += !(std::fabs(gm[std::size_t(i)] - st[0]) <= 1e-5);
+    bad +=
+        !(std::fabs(gr[std::size_t(i)] - 1 / std::sqrt(st[1] + 1e-5)) <= 1e-5 * gr[std::size_t(i)]);
+  }
+  CHECK(bad == 0);
+
+  // bf16 rows of an odd length: the last block of each cluster takes the tail chunk.
+  const index_t hm = 4, hn = 70001;
+  const auto hv = rnd(std::size_t(hm * hn), -4, 4);
+  std::vector<__nv_bfloat16> hb(hv.size());
+  for (std::size_t i = 0; i < hv.size(); ++i) {
+    hb[i] = __float2bfloat16(hv[i]);
+  }
+  cufuse::tensor<__nv_bfloat16, 2> H({hm, hn}), G({hm, hn});
+  H.upload(hb);
+  G.fill(__float2bfloat16(0.0f));
+  G = cufuse::softmax(H, -1);
+  if (major >= 9) {
+    CHECK(cufuse::detail::rows_last_cluster.load() == 4);
+  }
+  const auto gg = G.download();
+  index_t wrong = 0;
+  for (index_t i = 0; i < hm; ++i) {
+    double mx = -INFINITY, s = 0;
+    for (index_t j = 0; j < hn; ++j) {
+      mx = std::max(mx, double(__bfloat162float(hb[std::size_t(i * hn + j)])));
+    }
+    for (index_t j = 0; j < hn; ++j) {
+      s += std::exp(double(__bfloat162float(hb[std::size_t(i * hn + j)])) - mx);
+    }
+    for (index_t j = 0; j < hn; ++j) {
+      const double ref = std::exp(double(__bfloat162float(hb[std::size_t(i * hn + j)])) - mx) / s;
+      const double got = __bfloat162float(gg[std::size_t(i * hn + j)]);
+      wrong += !(std::fabs(got - ref) <= 1e-2 * ref + 1e-9);
+    }
+  }
+  CHECK(wrong == 0);
+}

@@ -25,6 +25,8 @@
 #include "../eval/launch.cuh"
 #include "kernels.cuh"
 
+#include <cooperative_groups.h>
+
 #include <array>
 #include <atomic>
 #include <cstring>
@@ -40,6 +42,11 @@ inline constexpr int rows_static_reserve = 8 * 1024;
 /// reduce_bench.cu sweep, [32768, 4096]): 8 beat 1, 2, 4 and 16 for fp32 and bf16 (more rows
 /// in flight per SM; fp32 softmax 0.48 / 0.66 / 0.76 of copy at 2 / 4 / 8).
 inline std::atomic<int> rows_chunks_per_thread{8};
+/// Staged bytes per row above which a cluster of blocks shares each row (sm_90, up to 8
+/// blocks; see rows_kernel): the smallest power of two that brings a block's part below it.
+inline std::atomic<int> rows_cluster_bytes{48 * 1024};
+/// Blocks per row of the row kernel's last launch (for tests).
+inline std::atomic<int> rows_last_cluster{0};
 
 /// Shared memory the row kernel may use for staged rows on the current device (it opts in
 /// beyond 48 KB): the per-block opt-in limit less the reserve; queried once per device.
@@ -382,9 +389,12 @@ CUFUSE_DEVICE void load_chunk(N& n, int j0, int count, const unsigned char* stag
 }
 
 /// The row geometry: `rows` rows of `n` columns; leading coordinates unravel over `shape`.
+/// `cluster` blocks (a thread block cluster when > 1) share each row: block rank r takes
+/// columns [r * part, (r + 1) * part).
 template <int R>
 struct row_walk {
-  index_t rows = 0, n = 0;
+  index_t rows = 0, n = 0, part = 0;
+  int cluster = 1;
   extents<R> shape;
   fast_divmod<std::uint64_t> div[R];
 };
@@ -398,13 +408,13 @@ struct row_out {
   bool vec; // rows contiguous and 16-byte aligned: 16-byte stores
 };
 
-/// Moves every leaf's pointer to the start of row `c` (the leading coordinates).
+/// Moves every leaf's pointer to column `col0` of row `c` (the leading coordinates).
 template <int R, class Tree>
-CUFUSE_DEVICE void rebase(Tree& t, const coords<R, index_t>& c) {
+CUFUSE_DEVICE void rebase(Tree& t, const coords<R, index_t>& c, int col0) {
   auto f = [&](auto& node) {
     using X = std::remove_cvref_t<decltype(node)>;
     if constexpr (is_row_leaf_v<X>) {
-      index_t off = 0;
+      index_t off = index_t(col0) * node.last();
       if constexpr (X::rank > 1) {
         for (int d = 0; d < X::rank - 1; ++d) {
           off += c.c[R - X::rank + d] * node.str[d];
@@ -571,19 +581,38 @@ CUFUSE_DEVICE void stage_row(const X& node, unsigned char* staged, int full, int
 /// own copy of the tree (row_reduce::value). The partial buffers alternate between
 /// consecutive reductions: a thread can only overwrite a buffer after a barrier that every
 /// thread reaches once it has read that buffer.
+///
+/// Long rows (sm_90): a cluster of w.cluster blocks shares each row, block rank r on columns
+/// [r * part, (r + 1) * part), so each block stages only its part and more rows are in flight
+/// per SM. A reduction then merges the blocks' states through distributed shared memory: each
+/// block publishes its state, one cluster barrier, every thread merges the states of ranks
+/// 0, 1, ... in order. The published states alternate between two buffers as the partials do,
+/// and a final cluster barrier keeps every block's shared memory alive until all have read it.
 template <int R, int V, std::size_t K, class Trees, class Outs>
 __global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
     rows_kernel(Outs outs, Trees trees, row_walk<R> w) {
   extern __shared__ __align__(16) unsigned char staged[];
   constexpr int state_bytes = rows_state_bytes<Trees>;
   __shared__ __align__(16) unsigned char partials[2][32 * state_bytes];
-  const index_t n = w.n;              // at most INT_MAX (checked on the host): 32-bit columns
-  const int full = int(n / V);        // chunks of V columns
-  const int rest = int(n) - full * V; // columns in the tail chunk
+  __shared__ __align__(16) unsigned char published[2][state_bytes];
+  const index_t n = w.n; // at most INT_MAX (checked on the host): 32-bit columns
+  const int clusters = w.cluster;
+  int rank = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (clusters > 1) {
+    rank = int(cooperative_groups::this_cluster().block_rank());
+  }
+#endif
+  const int col0 = rank * int(w.part); // n <= INT_MAX: 32-bit columns
+  const int left_cols = int(n) - col0 < int(w.part) ? int(n) - col0 : int(w.part);
+  const int cols = left_cols > 0 ? left_cols : 0; // this block's columns of a row
+  const int full = cols / V;                      // chunks of V columns
+  const int rest = cols - full * V;               // columns in the tail chunk
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
   const int warp = tid / 32, warps = threads / 32;
   int flip = 0;
-  for (index_t row = blockIdx.x; row < w.rows; row += gridDim.x) {
+  for (index_t row = blockIdx.x / unsigned(clusters); row < w.rows;
+       row += gridDim.x / unsigned(clusters)) {
     coords<R, index_t> c{};
     std::uint64_t left = std::uint64_t(row);
     for (int d = R - 2; d >= 0; --d) {
@@ -594,7 +623,7 @@ __global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
       c.c[d] = index_t(q);
     }
     Trees t = trees;
-    for_index_device<K>([&](auto k) { rebase(get<decltype(k)::value>(t), c); });
+    for_index_device<K>([&](auto k) { rebase(get<decltype(k)::value>(t), c, col0); });
     // 1. stage the rows read more than once
     auto stage = [&](auto& node) {
       using X = std::remove_cvref_t<decltype(node)>;
@@ -630,7 +659,7 @@ __global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
           }
           CUFUSE_UNROLL
           for (int u = 0; u < V; ++u) {
-            node.red.template add<In>(s, x[u], j0 + u);
+            node.red.template add<In>(s, x[u], col0 + j0 + u);
           }
         }
         if (rest > 0 && tid == int(full % threads)) {
@@ -638,7 +667,7 @@ __global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
           CUFUSE_UNROLL
           for (int u = 0; u < V; ++u) {
             if (u < rest) {
-              node.red.template add<In>(s, arg.eval_in(row_pos{u}), full * V + u);
+              node.red.template add<In>(s, arg.eval_in(row_pos{u}), col0 + full * V + u);
             }
           }
         }
@@ -652,6 +681,20 @@ __global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
         for (int k = 1; k < warps; ++k) {
           s = node.red.template merge<In>(s, p[k]);
         }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        if (clusters > 1) {
+          auto cluster = cooperative_groups::this_cluster();
+          S* mine = reinterpret_cast<S*>(published[flip]);
+          if (tid == 0) {
+            *mine = s;
+          }
+          cluster.sync();
+          s = *cluster.map_shared_rank(mine, 0);
+          for (int r = 1; r < clusters; ++r) {
+            s = node.red.template merge<In>(s, *cluster.map_shared_rank(mine, r));
+          }
+        }
+#endif
         flip ^= 1;
         const auto v = node.red.template finish<In>(s, n);
         // this reduction and its duplicates, in every tree, now hold the row's value
@@ -677,16 +720,17 @@ __global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
       for (int d = 0; d < R - 1; ++d) {
         off += c.c[d] * o.str[d];
       }
-      T* dst = o.ptr + off;
       auto& tree = get<decltype(k)::value>(t);
       if (o.per_row) {
-        if (tid == 0) {
+        T* dst = o.ptr + off;
+        if (tid == 0 && rank == 0) {
           load_chunk(tree, 0, 1, staged);
           dst[0] = convert<T>(tree.eval_in(row_pos{0}));
         }
         return;
       }
       const index_t os = o.str[R - 1];
+      T* dst = o.ptr + off + index_t(col0) * os;
 #pragma unroll 1
       for (int ch = tid; ch < full; ch += threads) {
         const int j0 = ch * V;
@@ -716,6 +760,11 @@ __global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
       }
     });
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (clusters > 1) {
+    cooperative_groups::this_cluster().sync(); // the others may still read `published`
+  }
+#endif
 }
 
 /// Visits the user's trees: f on reductions (post-order) and leaves, through maps.
@@ -750,6 +799,40 @@ constexpr int slots_before(std::size_t k) {
     s += c[i];
   }
   return s;
+}
+
+/// The bound trees of the row kernel, one per expression.
+template <int V, int R, int L, class... Es, std::size_t... Ks>
+auto bind_row_trees(const pack<Es...>& exprs, const row_layout<R, L>& lay,
+                    std::index_sequence<Ks...>) {
+  return make_pack(
+      bind_rows<V, leaves_before<Es...>(Ks), slots_before<Es...>(Ks)>(get<Ks>(exprs), lay)...);
+}
+
+/// Lets `Kernel` use `bytes` of dynamic shared memory (beyond 48 KB); once per device.
+template <auto Kernel>
+void rows_opt_in(int bytes) {
+  static std::atomic<int> done[max_cached_devices] = {};
+  per_device(done, [bytes](int) {
+    CUFUSE_CUDA_CHECK(
+        cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return 1;
+  });
+}
+
+/// True when `Kernel` may run as clusters on the current device: an sm_90 device, and the
+/// kernel's code built for sm_90 or later (its cluster steps are compiled only there).
+template <auto Kernel>
+bool rows_clusters_supported() {
+  static std::atomic<int> cache[max_cached_devices] = {};
+  return per_device(cache, [](int dev) {
+           int major = 0;
+           CUFUSE_CUDA_CHECK(
+               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+           cudaFuncAttributes attr{};
+           CUFUSE_CUDA_CHECK(cudaFuncGetAttributes(&attr, Kernel));
+           return major >= 9 && attr.binaryVersion >= 90 ? 2 : 1;
+         }) == 2;
 }
 
 /// Runs outputs[k] = exprs[k] (k < K) as ONE row kernel when the shapes and axes allow; false
@@ -847,26 +930,54 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
     return true;
   };
   const int budget = rows_smem_budget();
+  // Which leaves a staged row serves: rows read twice or more (the first such leaf stages it).
+  std::array<int, (L > 0 ? L : 1)> first_use{};
+  index_t row_bytes = 0; // staged bytes of a whole row
   for (int l = 0; l < L; ++l) {
-    lay.smem[l] = -1;
-    lay.stage[l] = false;
-    lay.vec[l] = rows_aligned(leaves[l].ptr, leaves[l].elem, leaves[l].str);
-    int uses = 0, first = -1;
+    first_use[l] = -1;
+    int uses = 0;
     for (int k = 0; k < L; ++k) {
       if (leaves[k].ptr == leaves[l].ptr && leaves[k].elem == leaves[l].elem &&
           leaves[k].str == leaves[l].str) {
         ++uses;
-        first = first < 0 ? k : first;
+        first_use[l] = first_use[l] < 0 ? k : first_use[l];
       }
     }
     if (uses < 2 || leaves[l].str[R - 1] == 0) {
+      first_use[l] = -1;
+    } else if (first_use[l] == l) {
+      row_bytes += n * leaves[l].staged_elem;
+    }
+  }
+  using trees_t = decltype(bind_row_trees<V>(exprs, lay, std::make_index_sequence<K>{}));
+  using outs_t = decltype(make_pack(row_out<typename Ds::value_type, R>{}...));
+  // One kernel for both: an instantiation without the cluster steps (w.cluster known to be 1)
+  // faulted under memcheck at [4096, 4096] (shared-memory stores past the staged row), and ran
+  // correctly as soon as a printf was added; not understood, so there is one kernel.
+  constexpr auto kernel = &rows_kernel<R, V, K, trees_t, outs_t>;
+  // Long rows: a cluster of blocks per row, each staging its part.
+  int cluster = 1;
+  const index_t cluster_bytes = rows_cluster_bytes.load(std::memory_order_relaxed);
+  if (row_bytes > cluster_bytes && rows_clusters_supported<kernel>()) {
+    while (cluster < 8 && row_bytes > cluster_bytes * cluster) {
+      cluster *= 2;
+    }
+  }
+  const index_t chunks_total = (n + V - 1) / V;
+  const index_t part = (chunks_total + cluster - 1) / cluster * V; // columns per block
+  for (int l = 0; l < L; ++l) {
+    lay.smem[l] = -1;
+    lay.stage[l] = false;
+    lay.vec[l] = rows_aligned(leaves[l].ptr, leaves[l].elem, leaves[l].str);
+    const int first = first_use[l];
+    if (first < 0) {
       continue;
     }
     if (first < l) {
       lay.smem[l] = lay.smem[first];
       continue;
     }
-    const index_t need = (n * leaves[l].staged_elem + 15) / 16 * 16;
+    const index_t need = (part * leaves[l].staged_elem + 15) / 16 * 16;
     if (bytes + need <= budget) {
       lay.smem[l] = bytes;
       lay.stage[l] = true;
@@ -896,11 +1007,8 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   };
   for_index<K>(
       [&](auto k) { visit_tree(get<std::remove_cvref_t<decltype(k)>::value>(exprs), dedupe); });
-  const auto trees = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
-    return make_pack(
-        bind_rows<V, leaves_before<Es...>(Ks), slots_before<Es...>(Ks)>(get<Ks>(exprs), lay)...);
-  }(std::make_index_sequence<K>{});
-  const auto outs = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
+  const trees_t trees = bind_row_trees<V>(exprs, lay, std::make_index_sequence<K>{});
+  const outs_t outs = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
     return make_pack(row_out<typename Ds::value_type, R>{
         get<Ks>(dsts).ptr, get<Ks>(dsts).str, get<Ks>(dsts).shp[R - 1] == 1 && shape[R - 1] != 1,
         get<Ks>(dsts).shp[R - 1] == shape[R - 1] &&
@@ -910,33 +1018,45 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   row_walk<R> w{};
   w.n = n;
   w.rows = shape.size() / n;
+  w.part = part;
+  w.cluster = cluster;
   w.shape = shape;
   for (int k = 0; k < R; ++k) {
     w.div[k] = fast_divmod<std::uint64_t>(std::uint64_t(shape[k] > 0 ? shape[k] : 1));
   }
-  // Threads: enough that each has at most rows_chunks_per_thread chunks, 64 to 512.
-  const index_t chunks = (n + V - 1) / V;
+  // Threads: enough that each has at most rows_chunks_per_thread chunks of its block's part,
+  // 64 to 512.
+  const index_t chunks = part / V;
   const int per_thread = rows_chunks_per_thread.load(std::memory_order_relaxed);
   int threads = 64;
   while (threads < rows_max_threads && index_t(threads) * per_thread < chunks) {
     threads *= 2;
   }
-  constexpr auto kernel = &rows_kernel<R, V, K, std::remove_cvref_t<decltype(trees)>,
-                                       std::remove_cvref_t<decltype(outs)>>;
   if (bytes > 48 * 1024) {
-    static std::atomic<bool> opted_in[max_cached_devices] = {};
-    int dev = 0;
-    CUFUSE_CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < 0 || dev >= max_cached_devices || !opted_in[dev].load()) {
-      CUFUSE_CUDA_CHECK(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, budget));
-      if (dev >= 0 && dev < max_cached_devices) {
-        opted_in[dev].store(true);
-      }
-    }
+    rows_opt_in<kernel>(budget);
   }
-  const index_t grid = w.rows < max_grid_blocks ? w.rows : max_grid_blocks;
-  kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
+  rows_last_cluster.store(cluster, std::memory_order_relaxed);
+  const index_t most = max_grid_blocks / cluster;
+  const index_t grid = (w.rows < most ? w.rows : most) * cluster;
+  if (cluster > 1) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(unsigned(grid));
+    config.blockDim = dim3(unsigned(threads));
+    config.dynamicSmemBytes = std::size_t(bytes);
+    config.stream = stream;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(cluster);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    CUFUSE_CUDA_CHECK_MSG(cudaLaunchKernelEx(&config, kernel, outs, trees, w),
+                          "rows_kernel (a cluster of " + std::to_string(cluster) +
+                              " blocks per row)");
+  } else {
+    kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
+  }
   check_launch<typename get_first<Ds...>::type::value_type>("rows_kernel<<<>>>", shape.size(), grid,
                                                             threads, stream);
   return true;
