@@ -264,8 +264,9 @@ __global__ void empty_kernel() {}
 
 } // namespace
 
-/// The staged bytes per row above which a cluster of blocks shares a row
-/// (detail::rows_cluster_bytes; default 48 KB): softmax and layer_norm at each threshold.
+/// When a cluster of blocks shares a row (detail::rows_cluster_from: staged bytes per row above
+/// which it does; detail::rows_cluster_bytes: the most a block of it stages): softmax and
+/// layer_norm for each setting, the default (96 KB, 48 KB) included.
 template <class T>
 void cluster_sweep(const char* dtype, index_t n, double copy_gbps) {
   const index_t m = (index_t(1) << 27) / n;
@@ -276,19 +277,23 @@ void cluster_sweep(const char* dtype, index_t n, double copy_gbps) {
   random_fill(X, rng);
   random_fill(w, rng);
   random_fill(b, rng);
-  const int keep = cufuse::detail::rows_cluster_bytes.load();
-  for (int kb : {8, 16, 32, 48, 1 << 20}) {
-    cufuse::detail::rows_cluster_bytes.store(kb * 1024);
+  const int keep_from = cufuse::detail::rows_cluster_from.load();
+  const int keep_bytes = cufuse::detail::rows_cluster_bytes.load();
+  const int settings[][2] = {{8, 8}, {16, 16}, {32, 32}, {48, 48}, {96, 48}, {1 << 20, 48}};
+  for (const auto& kb : settings) {
+    cufuse::detail::rows_cluster_from.store(kb[0] * 1024);
+    cufuse::detail::rows_cluster_bytes.store(kb[1] * 1024);
     const double sm = tm.median_ms([&] { Y = cufuse::softmax(X, -1); });
     const int blocks = cufuse::detail::rows_last_cluster.load();
     const double ln = tm.median_ms([&] { Y = cufuse::layer_norm(X, w, b, 1e-5f); });
     const double bytes = 2.0 * m * n * sizeof(T);
-    std::printf("cluster sweep %s [%lld, %lld] above %7d KB (%d blocks per row): softmax %.3f of "
-                "copy, layer_norm %.3f of copy\n",
-                dtype, static_cast<long long>(m), static_cast<long long>(n), kb, blocks,
+    std::printf("cluster sweep %s [%lld, %lld] above %7d KB, parts <= %2d KB (%d blocks per "
+                "row): softmax %.3f of copy, layer_norm %.3f of copy\n",
+                dtype, static_cast<long long>(m), static_cast<long long>(n), kb[0], kb[1], blocks,
                 bytes / (sm * 1e-3) / 1e9 / copy_gbps, bytes / (ln * 1e-3) / 1e9 / copy_gbps);
   }
-  cufuse::detail::rows_cluster_bytes.store(keep);
+  cufuse::detail::rows_cluster_from.store(keep_from);
+  cufuse::detail::rows_cluster_bytes.store(keep_bytes);
 }
 
 int main(int argc, char** argv) {

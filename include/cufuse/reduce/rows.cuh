@@ -43,7 +43,12 @@ inline constexpr int rows_static_reserve = 8 * 1024;
 /// in flight per SM; fp32 softmax 0.48 / 0.66 / 0.76 of copy at 2 / 4 / 8).
 inline std::atomic<int> rows_chunks_per_thread{8};
 /// Staged bytes per row above which a cluster of blocks shares each row (sm_90, up to 8
-/// blocks; see rows_kernel): the smallest power of two that brings a block's part below it.
+/// blocks; see rows_kernel), and the part of a row a block of the cluster stages at most (the
+/// cluster is the smallest power of two that gets there). Measured on the H100 (reduce_bench's
+/// cluster sweep): fp32 rows of 32768 columns (128 KB) ran softmax / layer_norm at 0.59 / 0.44
+/// of copy in one block, 0.73 / 0.64 over 4, 0.71 / 0.62 over 8; bf16 rows of 32768 (64 KB)
+/// 0.75 / 0.63 in one block, 0.70 / 0.57 over 2; rows of 32 KB were fastest in one block.
+inline std::atomic<int> rows_cluster_from{96 * 1024};
 inline std::atomic<int> rows_cluster_bytes{48 * 1024};
 /// Blocks per row of the row kernel's last launch (for tests).
 inline std::atomic<int> rows_last_cluster{0};
@@ -393,7 +398,8 @@ CUFUSE_DEVICE void load_chunk(N& n, int j0, int count, const unsigned char* stag
 /// columns [r * part, (r + 1) * part).
 template <int R>
 struct row_walk {
-  index_t rows = 0, n = 0, part = 0;
+  index_t rows = 0, n = 0;
+  int n32 = 0, part32 = 0; // n and the columns per block, as int
   int cluster = 1;
   extents<R> shape;
   fast_divmod<std::uint64_t> div[R];
@@ -588,26 +594,33 @@ CUFUSE_DEVICE void stage_row(const X& node, unsigned char* staged, int full, int
 /// block publishes its state, one cluster barrier, every thread merges the states of ranks
 /// 0, 1, ... in order. The published states alternate between two buffers as the partials do,
 /// and a final cluster barrier keeps every block's shared memory alive until all have read it.
-template <int R, int V, std::size_t K, class Trees, class Outs>
+/// Clustered: the instantiation for clusters; the other one has none of their steps.
+template <int R, int V, std::size_t K, class Trees, class Outs, bool Clustered>
 __global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
     rows_kernel(Outs outs, Trees trees, row_walk<R> w) {
   extern __shared__ __align__(16) unsigned char staged[];
   constexpr int state_bytes = rows_state_bytes<Trees>;
   __shared__ __align__(16) unsigned char partials[2][32 * state_bytes];
-  __shared__ __align__(16) unsigned char published[2][state_bytes];
+  __shared__ __align__(16) unsigned char published[Clustered ? 2 : 1][state_bytes];
   const index_t n = w.n; // at most INT_MAX (checked on the host): 32-bit columns
-  const int clusters = w.cluster;
+  const int clusters = Clustered ? w.cluster : 1;
   int rank = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (clusters > 1) {
+  if constexpr (Clustered) {
     rank = int(cooperative_groups::this_cluster().block_rank());
   }
 #endif
-  const int col0 = rank * int(w.part); // n <= INT_MAX: 32-bit columns
-  const int left_cols = int(n) - col0 < int(w.part) ? int(n) - col0 : int(w.part);
-  const int cols = left_cols > 0 ? left_cols : 0; // this block's columns of a row
-  const int full = cols / V;                      // chunks of V columns
-  const int rest = cols - full * V;               // columns in the tail chunk
+  // 32-bit columns (n <= INT_MAX, checked on the host). The block's columns are computed in
+  // int from int operands: with `int(n) - col0 < int(w.part) ? ...` on the 64-bit fields and
+  // col0 known to be 0, ptxas (CUDA 13.0, sm_90a) merged the low 16 bits of the minimum with
+  // garbage (PRMT 0x7610) and the staging ran past the row.
+  const int n32 = w.n32, part32 = w.part32;
+  const int col0 = rank * part32;
+  int cols = n32 - col0;
+  cols = cols < part32 ? cols : part32;
+  cols = cols > 0 ? cols : 0;       // this block's columns of a row
+  const int full = cols / V;        // chunks of V columns
+  const int rest = cols - full * V; // columns in the tail chunk
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
   const int warp = tid / 32, warps = threads / 32;
   int flip = 0;
@@ -682,7 +695,7 @@ __global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
           s = node.red.template merge<In>(s, p[k]);
         }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        if (clusters > 1) {
+        if constexpr (Clustered) {
           auto cluster = cooperative_groups::this_cluster();
           S* mine = reinterpret_cast<S*>(published[flip]);
           if (tid == 0) {
@@ -761,7 +774,7 @@ __global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
     });
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (clusters > 1) {
+  if constexpr (Clustered) {
     cooperative_groups::this_cluster().sync(); // the others may still read `published`
   }
 #endif
@@ -951,14 +964,13 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   }
   using trees_t = decltype(bind_row_trees<V>(exprs, lay, std::make_index_sequence<K>{}));
   using outs_t = decltype(make_pack(row_out<typename Ds::value_type, R>{}...));
-  // One kernel for both: an instantiation without the cluster steps (w.cluster known to be 1)
-  // faulted under memcheck at [4096, 4096] (shared-memory stores past the staged row), and ran
-  // correctly as soon as a printf was added; not understood, so there is one kernel.
-  constexpr auto kernel = &rows_kernel<R, V, K, trees_t, outs_t>;
+  constexpr auto plain_kernel = &rows_kernel<R, V, K, trees_t, outs_t, false>;
+  constexpr auto cluster_kernel = &rows_kernel<R, V, K, trees_t, outs_t, true>;
   // Long rows: a cluster of blocks per row, each staging its part.
   int cluster = 1;
   const index_t cluster_bytes = rows_cluster_bytes.load(std::memory_order_relaxed);
-  if (row_bytes > cluster_bytes && rows_clusters_supported<kernel>()) {
+  const index_t cluster_from = rows_cluster_from.load(std::memory_order_relaxed);
+  if (row_bytes > cluster_from && rows_clusters_supported<cluster_kernel>()) {
     while (cluster < 8 && row_bytes > cluster_bytes * cluster) {
       cluster *= 2;
     }
@@ -1018,7 +1030,8 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   row_walk<R> w{};
   w.n = n;
   w.rows = shape.size() / n;
-  w.part = part;
+  w.n32 = int(n);
+  w.part32 = int(part);
   w.cluster = cluster;
   w.shape = shape;
   for (int k = 0; k < R; ++k) {
@@ -1033,7 +1046,11 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
     threads *= 2;
   }
   if (bytes > 48 * 1024) {
-    rows_opt_in<kernel>(budget);
+    if (cluster > 1) {
+      rows_opt_in<cluster_kernel>(budget);
+    } else {
+      rows_opt_in<plain_kernel>(budget);
+    }
   }
   rows_last_cluster.store(cluster, std::memory_order_relaxed);
   const index_t most = max_grid_blocks / cluster;
@@ -1051,11 +1068,11 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
     attr.val.clusterDim.z = 1;
     config.attrs = &attr;
     config.numAttrs = 1;
-    CUFUSE_CUDA_CHECK_MSG(cudaLaunchKernelEx(&config, kernel, outs, trees, w),
+    CUFUSE_CUDA_CHECK_MSG(cudaLaunchKernelEx(&config, cluster_kernel, outs, trees, w),
                           "rows_kernel (a cluster of " + std::to_string(cluster) +
                               " blocks per row)");
   } else {
-    kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
+    plain_kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
   }
   check_launch<typename get_first<Ds...>::type::value_type>("rows_kernel<<<>>>", shape.size(), grid,
                                                             threads, stream);
