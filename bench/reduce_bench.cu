@@ -8,12 +8,14 @@
 #include <cufuse/cufuse.cuh>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "timing.cuh"
@@ -233,29 +235,64 @@ void full(std::vector<row>& rows) {
   rows.push_back({"var(B) 2^28", "fp32", ms_var, 1.0 * n * 4 / (ms_var * 1e-3) / 1e9, bad_var});
 }
 
-/// The row kernel's block size: softmax and layer_norm at [32768, 4096] for each bound on the
-/// chunks per thread (detail::rows_chunks_per_thread; the default is 4).
+/// softmax and layer_norm inputs of [m, n] for the sweeps below.
 template <class T>
-void chunk_sweep(const char* dtype, double copy_gbps) {
-  const index_t m = 32768, n = 4096;
-  std::mt19937_64 rng(21);
-  timer tm;
-  cufuse::tensor<T, 2> X({m, n}), Y({m, n});
-  cufuse::tensor<T, 1> w({n}), b({n});
-  random_fill(X, rng);
-  random_fill(w, rng);
-  random_fill(b, rng);
-  const int keep = cufuse::detail::rows_chunks_per_thread.load();
-  for (int cpt : {1, 2, 4, 8, 16}) {
-    cufuse::detail::rows_chunks_per_thread.store(cpt);
+struct row_inputs {
+  index_t m, n;
+  cufuse::tensor<T, 2> X, Y;
+  cufuse::tensor<T, 1> w, b;
+  row_inputs(index_t rows, index_t cols, std::uint64_t seed)
+      : m(rows), n(cols), X({rows, cols}), Y({rows, cols}), w({cols}), b({cols}) {
+    std::mt19937_64 rng(seed);
+    random_fill(X, rng);
+    random_fill(w, rng);
+    random_fill(b, rng);
+  }
+  /// softmax and layer_norm as fractions of the copy bandwidth, with the current settings.
+  std::pair<double, double> of_copy(double copy_gbps) {
+    timer tm;
     const double sm = tm.median_ms([&] { Y = cufuse::softmax(X, -1); });
     const double ln = tm.median_ms([&] { Y = cufuse::layer_norm(X, w, b, 1e-5f); });
     const double bytes = 2.0 * m * n * sizeof(T);
+    return {bytes / (sm * 1e-3) / 1e9 / copy_gbps, bytes / (ln * 1e-3) / 1e9 / copy_gbps};
+  }
+};
+
+/// The row kernel's block size: softmax and layer_norm at [32768, 4096] for each bound on the
+/// chunks per thread (detail::rows_chunks_per_thread; the default is 8).
+template <class T>
+void chunk_sweep(const char* dtype, double copy_gbps) {
+  row_inputs<T> in(32768, 4096, 21);
+  const int keep = cufuse::detail::rows_chunks_per_thread.load();
+  for (int cpt : {1, 2, 4, 8, 16}) {
+    cufuse::detail::rows_chunks_per_thread.store(cpt);
+    const auto [sm, ln] = in.of_copy(copy_gbps);
     std::printf("sweep %s chunks/thread %2d: softmax %.3f of copy, layer_norm %.3f of copy\n",
-                dtype, cpt, bytes / (sm * 1e-3) / 1e9 / copy_gbps,
-                bytes / (ln * 1e-3) / 1e9 / copy_gbps);
+                dtype, cpt, sm, ln);
   }
   cufuse::detail::rows_chunks_per_thread.store(keep);
+}
+
+/// When a cluster of blocks shares a row (detail::rows_cluster_from: staged bytes per row above
+/// which it does; detail::rows_cluster_bytes: the most a block of it stages): softmax and
+/// layer_norm for each setting, the default (96 KB, 48 KB) included.
+template <class T>
+void cluster_sweep(const char* dtype, index_t n, double copy_gbps) {
+  row_inputs<T> in((index_t(1) << 27) / n, n, 23);
+  const int keep_from = cufuse::detail::rows_cluster_from.load();
+  const int keep_bytes = cufuse::detail::rows_cluster_bytes.load();
+  const int settings[][2] = {{8, 8}, {16, 16}, {32, 32}, {48, 48}, {96, 48}, {1 << 20, 48}};
+  for (const auto& kb : settings) {
+    cufuse::detail::rows_cluster_from.store(kb[0] * 1024);
+    cufuse::detail::rows_cluster_bytes.store(kb[1] * 1024);
+    const auto [sm, ln] = in.of_copy(copy_gbps);
+    std::printf("cluster sweep %s [%lld, %lld] above %7d KB, parts <= %2d KB (%d blocks per "
+                "row): softmax %.3f of copy, layer_norm %.3f of copy\n",
+                dtype, static_cast<long long>(in.m), static_cast<long long>(n), kb[0], kb[1],
+                cufuse::detail::rows_last_cluster.load(), sm, ln);
+  }
+  cufuse::detail::rows_cluster_from.store(keep_from);
+  cufuse::detail::rows_cluster_bytes.store(keep_bytes);
 }
 
 double host_us(const std::function<void()>& f) { return bench::measure_host_cost(f).issue_us; }
@@ -263,38 +300,6 @@ double host_us(const std::function<void()>& f) { return bench::measure_host_cost
 __global__ void empty_kernel() {}
 
 } // namespace
-
-/// When a cluster of blocks shares a row (detail::rows_cluster_from: staged bytes per row above
-/// which it does; detail::rows_cluster_bytes: the most a block of it stages): softmax and
-/// layer_norm for each setting, the default (96 KB, 48 KB) included.
-template <class T>
-void cluster_sweep(const char* dtype, index_t n, double copy_gbps) {
-  const index_t m = (index_t(1) << 27) / n;
-  std::mt19937_64 rng(23);
-  timer tm;
-  cufuse::tensor<T, 2> X({m, n}), Y({m, n});
-  cufuse::tensor<T, 1> w({n}), b({n});
-  random_fill(X, rng);
-  random_fill(w, rng);
-  random_fill(b, rng);
-  const int keep_from = cufuse::detail::rows_cluster_from.load();
-  const int keep_bytes = cufuse::detail::rows_cluster_bytes.load();
-  const int settings[][2] = {{8, 8}, {16, 16}, {32, 32}, {48, 48}, {96, 48}, {1 << 20, 48}};
-  for (const auto& kb : settings) {
-    cufuse::detail::rows_cluster_from.store(kb[0] * 1024);
-    cufuse::detail::rows_cluster_bytes.store(kb[1] * 1024);
-    const double sm = tm.median_ms([&] { Y = cufuse::softmax(X, -1); });
-    const int blocks = cufuse::detail::rows_last_cluster.load();
-    const double ln = tm.median_ms([&] { Y = cufuse::layer_norm(X, w, b, 1e-5f); });
-    const double bytes = 2.0 * m * n * sizeof(T);
-    std::printf("cluster sweep %s [%lld, %lld] above %7d KB, parts <= %2d KB (%d blocks per "
-                "row): softmax %.3f of copy, layer_norm %.3f of copy\n",
-                dtype, static_cast<long long>(m), static_cast<long long>(n), kb[0], kb[1], blocks,
-                bytes / (sm * 1e-3) / 1e9 / copy_gbps, bytes / (ln * 1e-3) / 1e9 / copy_gbps);
-  }
-  cufuse::detail::rows_cluster_from.store(keep_from);
-  cufuse::detail::rows_cluster_bytes.store(keep_bytes);
-}
 
 int main(int argc, char** argv) {
   std::string out = "reduce.json";

@@ -361,15 +361,38 @@ TEST_CASE("long rows: a cluster of blocks shares each row", "[reduce_gpu]") {
   b.upload(bv);
   auto at = [&](index_t i, index_t j) { return double(v[std::size_t(i * n + j)]); };
   auto poison = [&] { Y.fill(std::numeric_limits<float>::quiet_NaN()); };
+  // Per row, in double: mean, biased variance, mean square, max, sum(exp(x - max)), argmax.
+  struct row_stats {
+    double mean = 0, var = 0, ms = 0, mx = -INFINITY, sexp = 0;
+    index_t best = 0;
+  };
+  auto stats = [&](index_t i) {
+    row_stats st;
+    for (index_t j = 0; j < n; ++j) {
+      st.mean += at(i, j);
+      st.ms += at(i, j) * at(i, j);
+      st.best = at(i, j) > at(i, st.best) ? j : st.best;
+    }
+    st.mx = at(i, st.best);
+    st.mean /= double(n);
+    st.ms /= double(n);
+    for (index_t j = 0; j < n; ++j) {
+      st.var += (at(i, j) - st.mean) * (at(i, j) - st.mean);
+      st.sexp += std::exp(at(i, j) - st.mx);
+    }
+    st.var /= double(n);
+    return st;
+  };
   index_t bad = 0;
+  // Y against ref(i, j, stats of row i) within tol relative (plus tol absolute).
   auto expect = [&](const char* what, auto&& ref, double tol) {
     const auto got = Y.download();
     index_t wrong = 0;
     for (index_t i = 0; i < m; ++i) {
-      const auto r = ref(i);
+      const auto st = stats(i);
       for (index_t j = 0; j < n; ++j) {
-        wrong += !(std::fabs(got[std::size_t(i * n + j)] - r[std::size_t(j)]) <=
-                   tol * (1 + std::fabs(r[std::size_t(j)])));
+        const double r = ref(i, j, st);
+        wrong += !(std::fabs(got[std::size_t(i * n + j)] - r) <= tol * (1 + std::fabs(r)));
       }
     }
     INFO(what << ": " << wrong << " wrong");
@@ -379,75 +402,37 @@ TEST_CASE("long rows: a cluster of blocks shares each row", "[reduce_gpu]") {
     }
     bad += wrong;
   };
-  auto stats = [&](index_t i) {
-    double mean = 0, var = 0, ms = 0, mx = -INFINITY;
-    for (index_t j = 0; j < n; ++j) {
-      mean += at(i, j);
-      ms += at(i, j) * at(i, j);
-      mx = std::max(mx, at(i, j));
-    }
-    mean /= double(n);
-    for (index_t j = 0; j < n; ++j) {
-      var += (at(i, j) - mean) * (at(i, j) - mean);
-    }
-    return std::array<double, 4>{mean, var / double(n), ms / double(n), mx};
-  };
+  const auto wj = [&](index_t j) { return double(wv[std::size_t(j)]); };
+  const auto bj = [&](index_t j) { return double(bv[std::size_t(j)]); };
   poison();
   Y = cufuse::softmax(X, -1);
   expect(
       "softmax",
-      [&](index_t i) {
-        const auto st = stats(i);
-        double s = 0;
-        for (index_t j = 0; j < n; ++j) {
-          s += std::exp(at(i, j) - st[3]);
-        }
-        std::vector<double> r;
-        for (index_t j = 0; j < n; ++j) {
-          r.push_back(std::exp(at(i, j) - st[3]) / s);
-        }
-        return r;
+      [&](index_t i, index_t j, const row_stats& st) {
+        return std::exp(at(i, j) - st.mx) / st.sexp;
       },
       1e-5);
   poison();
   Y = cufuse::layer_norm(X, w, b, 1e-5f);
   expect(
       "layer_norm",
-      [&](index_t i) {
-        const auto st = stats(i);
-        std::vector<double> r;
-        for (index_t j = 0; j < n; ++j) {
-          r.push_back((at(i, j) - st[0]) / std::sqrt(st[1] + 1e-5) * wv[std::size_t(j)] +
-                      bv[std::size_t(j)]);
-        }
-        return r;
+      [&](index_t i, index_t j, const row_stats& st) {
+        return (at(i, j) - st.mean) / std::sqrt(st.var + 1e-5) * wj(j) + bj(j);
       },
       1e-5);
   poison();
   Y = cufuse::rms_norm(X, w, 1e-6f);
   expect(
       "rms_norm",
-      [&](index_t i) {
-        const auto st = stats(i);
-        std::vector<double> r;
-        for (index_t j = 0; j < n; ++j) {
-          r.push_back(at(i, j) / std::sqrt(st[2] + 1e-6) * wv[std::size_t(j)]);
-        }
-        return r;
+      [&](index_t i, index_t j, const row_stats& st) {
+        return at(i, j) / std::sqrt(st.ms + 1e-6) * wj(j);
       },
       1e-5);
   poison();
   Y = X * 0.0f + cufuse::cast<float>(cufuse::argmax(X, -1, cufuse::keepdim));
   expect(
       "argmax in a row form",
-      [&](index_t i) {
-        index_t best = 0;
-        for (index_t j = 1; j < n; ++j) {
-          best = at(i, j) > at(i, best) ? j : best;
-        }
-        return std::vector<double>(std::size_t(n), double(best));
-      },
-      0);
+      [&](index_t, index_t, const row_stats& st) { return double(st.best); }, 0);
   // The training forward: the output and the per-row mean and rstd, one kernel.
   poison();
   mu.fill(std::numeric_limits<float>::quiet_NaN());
@@ -458,21 +443,16 @@ TEST_CASE("long rows: a cluster of blocks shares each row", "[reduce_gpu]") {
   cufuse::tie(Y, mu, rstd) = cufuse::pack(centred * rs, mean, rs);
   expect(
       "tie(Y, mean, rstd)",
-      [&](index_t i) {
-        const auto st = stats(i);
-        std::vector<double> r;
-        for (index_t j = 0; j < n; ++j) {
-          r.push_back((at(i, j) - st[0]) / std::sqrt(st[1] + 1e-5));
-        }
-        return r;
+      [&](index_t i, index_t j, const row_stats& st) {
+        return (at(i, j) - st.mean) / std::sqrt(st.var + 1e-5);
       },
       1e-5);
   const auto gm = mu.download(), gr = rstd.download();
   for (index_t i = 0; i < m; ++i) {
     const auto st = stats(i);
-    bad += !(std::fabs(gm[std::size_t(i)] - st[0]) <= 1e-5);
-    bad +=
-        !(std::fabs(gr[std::size_t(i)] - 1 / std::sqrt(st[1] + 1e-5)) <= 1e-5 * gr[std::size_t(i)]);
+    const double want = 1 / std::sqrt(st.var + 1e-5);
+    bad += !(std::fabs(gm[std::size_t(i)] - st.mean) <= 1e-5);
+    bad += !(std::fabs(gr[std::size_t(i)] - want) <= 1e-5 * want);
   }
   CHECK(bad == 0);
 
