@@ -3,13 +3,15 @@
 ///  - rows: threads of a warp (short rows) or a block (long rows) walk the reduced elements of
 ///    one result, consecutive threads on consecutive elements; few results (a full reduction)
 ///    split each one over several blocks;
-///  - columns: the innermost axis is kept, so consecutive threads take consecutive results and
-///    walk the reduced axes together (coalesced), eight rows of threads per block, split over
-///    blocks when there are few results;
+///  - columns: the innermost axis is kept, so consecutive threads take consecutive results (V
+///    of them each, in one 16-byte access, where every operand allows) and walk the reduced
+///    axes together (coalesced), eight rows of threads per block, split over blocks when there
+///    are few results;
 ///  - flat: a full reduction whose operands are all contiguous and aligned reads the input as
-///    one array in 16-byte accesses.
+///    one array in 16-byte accesses, one wave of resident blocks.
 /// A split reduction writes one state per (result, split) to a stream-ordered workspace and a
-/// second kernel merges them in split order (deterministic). Warp reductions are CUB's; the step
+/// second kernel merges them in split order (deterministic): a thread per result, or a block
+/// per result when there are many splits. Warp reductions are CUB's; the step
 /// across the warps of a block is a few lines here because the block size is chosen at run time.
 #pragma once
 
@@ -330,7 +332,7 @@ __global__ void __launch_bounds__(reduce_block)
 
 /// A full reduction over operands that are all contiguous with the input's shape and aligned:
 /// the input read as one flat array, V elements per access (16 bytes of the widest operand),
-/// reduce_unroll accesses in flight per thread. Block b folds [b * chunk, (b + 1) * chunk)
+/// flat_unroll accesses in flight per thread. Block b folds [b * chunk, (b + 1) * chunk)
 /// (chunk a multiple of V) and writes its state to partial[b], or the result when there is
 /// one block.
 template <int V, class Red, class Arg, class Out>
