@@ -155,6 +155,15 @@ bool columns_vectorizable(const Arg& arg, bound_layout<R, Arg::leaf_count>& lay)
   return ok;
 }
 
+/// The vector column kernel for reducing node N into T with V results per thread.
+template <int V, class N, class T>
+constexpr auto columns_vec_kernel() {
+  using Arg = typename N::arg_type;
+  constexpr int R = N::arg_rank;
+  return &reduce_columns_vec_kernel<V, CUFUSE_COLUMNS_ROWS, CUFUSE_COLUMNS_UNROLL, R,
+                                    typename N::reducer_type, bound_t<Arg, R, Arg::leaf_count>, T>;
+}
+
 /// A full reduction of contiguous, aligned operands: the flat kernel (split over blocks, then
 /// the finish kernel merges the splits). False when the operands do not allow it.
 template <class D, class N>
@@ -269,26 +278,27 @@ void reduce_into(const D& d, const N& n, cudaStream_t stream) {
       reduce_rows_kernel<false, R>
           <<<grid, reduce_block, 0, stream>>>(d.ptr, n.red, n.arg, g, partial);
       check_launch<T>("reduce_rows_kernel<<<>>>", g.results * g.count, grid, reduce_block, stream);
-    } else {
+    } else if constexpr (R >= 2) { // a kept innermost axis and a reduced one: rank 2 or more
       // V results per thread where every operand allows 16-byte accesses along the kept
       // innermost axis (reduce_columns_vec_kernel); else one.
       constexpr int widest = max_leaf_bytes<Arg>() > 0 ? max_leaf_bytes<Arg>() : 1;
       constexpr int V = 16 / widest < 8 ? 16 / widest : 8;
       bool vec = false;
       bound_layout<R, Arg::leaf_count> lay{};
-      if constexpr (V > 1 && R >= 2) {
+      if constexpr (V > 1) {
         vec = columns_vectorizable<V>(n.arg, lay);
       }
-      constexpr int Y = CUFUSE_COLUMNS_ROWS, U = CUFUSE_COLUMNS_UNROLL;
-      constexpr auto vec_kernel = &reduce_columns_vec_kernel<V, Y, U, R, typename N::reducer_type,
-                                                             bound_t<Arg, R, Arg::leaf_count>, T>;
+      constexpr int Y = CUFUSE_COLUMNS_ROWS;
       const index_t per_block = vec ? index_t(reduce_block / Y) * V : 32;
       const index_t bx = (g.results + per_block - 1) / per_block;
       index_t splits = 1;
       if (vec) {
         // Splits that fill whole waves of resident blocks: at [8192, 8192], 17 splits of 64
         // block columns made 2.06 waves, and the last 0.06 ran on an almost idle GPU.
-        const index_t resident = resident_blocks<vec_kernel>(reduce_block);
+        index_t resident = 1;
+        if constexpr (V > 1) { // the kernel exists only where it can run
+          resident = resident_blocks<columns_vec_kernel<V, N, T>()>(reduce_block);
+        }
         splits = resident / bx;
         const index_t most = (g.count + 63) / 64; // at least 64 reduced rows per split
         splits = splits < most ? splits : most;
@@ -307,10 +317,11 @@ void reduce_into(const D& d, const N& n, cudaStream_t stream) {
         workspace(g.results * splits);
       }
       const dim3 grid(unsigned(bx < max_grid_blocks ? bx : max_grid_blocks), unsigned(splits));
-      if constexpr (V > 1 && R >= 2) {
+      if constexpr (V > 1) {
         if (vec) {
           const auto arg = bind<0>(n.arg, lay);
-          vec_kernel<<<grid, dim3(reduce_block / Y, Y), 0, stream>>>(d.ptr, n.red, arg, g, partial);
+          constexpr auto kernel = columns_vec_kernel<V, N, T>();
+          kernel<<<grid, dim3(reduce_block / Y, Y), 0, stream>>>(d.ptr, n.red, arg, g, partial);
           check_launch<T>("reduce_columns_vec_kernel<<<>>>", g.results * g.count, grid.x,
                           reduce_block, stream);
         }
