@@ -119,27 +119,39 @@ if [ "$what" = epilogue ]; then
 fi
 
 if [ "$what" = anyshape ]; then
-  # GEMM at any alignment: the GEMM tests (every variant, the any-alignment tensor-core tiles on
-  # odd shapes and offsets), memcheck on them, and the benchmark against cuBLAS.
+  # GEMM at any alignment: the GEMM tests (every variant, the any-alignment tensor-core tiles and
+  # the packing variants on odd shapes and offsets), memcheck / racecheck on them, and the
+  # benchmark against cuBLAS. ANYSHAPE_EPILOGUE=1: the expression-epilogue tests too (a longer
+  # build). BUILD_ONLY=1: stop after the build (a cold build may need a call of its own);
+  # NO_TESTS=1: no test run (the sanitizers and the benchmark only).
   step "build GEMM tests + any-shape benchmark"
-  cmake --build build-gpu -j"$jobs" --target cufuse_gemm_gpu_tests cufuse_gemm_host_tests cufuse_bench_any_shape \
+  targets=(cufuse_gemm_gpu_tests cufuse_gemm_host_tests cufuse_bench_any_shape)
+  [ -n "${ANYSHAPE_EPILOGUE:-}" ] && targets+=(cufuse_gemm_epilogue_tests)
+  cmake --build build-gpu -j"$jobs" --target "${targets[@]}" \
     >"$OUT/logs/build-anyshape.log" 2>&1 || { tail -30 "$OUT/logs/build-anyshape.log"; exit 1; }
-  step "GEMM tests"
-  build-gpu/test/cufuse_gemm_host_tests "[gemm_layout]" 2>&1 | tail -2 | tee "$OUT/anyshape_tests.log"
-  build-gpu/test/cufuse_gemm_gpu_tests "[gemm]~[large]" 2>&1 | tail -15 | tee -a "$OUT/anyshape_tests.log"
-  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  [ -n "${BUILD_ONLY:-}" ] && exit 0
+  if [ -z "${NO_TESTS:-}" ]; then
+    step "GEMM tests"
+    build-gpu/test/cufuse_gemm_host_tests "[gemm_layout]" 2>&1 | tail -2 | tee "$OUT/anyshape_tests.log"
+    build-gpu/test/cufuse_gemm_gpu_tests "[gemm]~[large]~[online]" 2>&1 | tail -15 | tee -a "$OUT/anyshape_tests.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  fi
+  if [ -n "${ANYSHAPE_EPILOGUE:-}" ] && [ -z "${NO_TESTS:-}" ]; then
+    build-gpu/test/cufuse_gemm_epilogue_tests "[epilogue]" 2>&1 | tail -6 | tee -a "$OUT/anyshape_tests.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  fi
   if [ -z "${NO_SANITIZE:-}" ]; then
-    step "compute-sanitizer memcheck / racecheck (the any-alignment tiles)"
+    step "compute-sanitizer memcheck / racecheck (the any-alignment tiles and the packing variants)"
     CUFUSE_GEMM_QUICK=1 timeout ${MEMCHECK_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 \
-      --print-limit 20 build-gpu/test/cufuse_gemm_gpu_tests "*any alignment*" >"$OUT/logs/memcheck_anyshape.log" 2>&1
+      --print-limit 20 build-gpu/test/cufuse_gemm_gpu_tests "*any alignment*,*packing*" >"$OUT/logs/memcheck_anyshape.log" 2>&1
     rc=$?; echo "memcheck (any alignment) exit $rc"; tail -3 "$OUT/logs/memcheck_anyshape.log"; [ $rc = 0 ] || status=1
     CUFUSE_GEMM_QUICK=1 timeout ${RACECHECK_TIMEOUT:-200} compute-sanitizer --tool racecheck --error-exitcode 9 \
-      build-gpu/test/cufuse_gemm_gpu_tests "*any alignment*" >"$OUT/logs/racecheck_anyshape.log" 2>&1
+      build-gpu/test/cufuse_gemm_gpu_tests "*any alignment*,*packing*" >"$OUT/logs/racecheck_anyshape.log" 2>&1
     rc=$?; echo "racecheck (any alignment) exit $rc"; tail -3 "$OUT/logs/racecheck_anyshape.log"; [ $rc = 0 ] || status=1
   fi
   if [ -z "${NO_BENCH:-}" ]; then
     step "any-shape GEMM benchmark (cuBLAS in the same run)"
-    build-gpu/bench/cufuse_bench_any_shape --out "$OUT/any_shape.json" | tee "$OUT/any_shape.log"
+    build-gpu/bench/cufuse_bench_any_shape --out "$OUT/any_shape.json" ${ANYSHAPE_ARGS:-} 2>"$OUT/logs/any_shape_progress.log" | tee "$OUT/any_shape.log"
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
   fi
 fi

@@ -56,6 +56,14 @@ const fused_table& table_for(const fused_set& s, const device_state& d) {
         t->indices.push_back(vi);
       }
     }
+    // A packing variant runs its base variant's kernels on the aligned copies.
+    for (int vi = 0; vi < static_cast<int>(registry().size()); ++vi) {
+      const int base = registry()[vi].packs;
+      if (base >= 0 && t->kernels[base] != nullptr) {
+        t->kernels[vi] = t->kernels[base];
+        t->indices.push_back(vi);
+      }
+    }
     std::sort(t->indices.begin(), t->indices.end());
     slot = std::move(t);
   }
@@ -158,9 +166,11 @@ void run_impl(const problem& p, cudaStream_t stream, const gemm_options& options
       }
       std::vector<int> arms;
       // The any-alignment tensor-core tiles are the cp.async tiles with costlier loads: where
-      // aligned tensor-core variants can run, they are not explored (unless one is the prior).
+      // aligned tensor-core variants can run, on the operands or on aligned copies of them,
+      // they are not explored (unless one is the prior).
       const bool aligned_tc = std::any_of(valid.begin(), valid.end(), [](int vi) {
-        return registry()[vi].fam != family::simt && registry()[vi].align > 1;
+        const variant& v = registry()[vi];
+        return v.fam != family::simt && (v.align > 1 || v.packs >= 0);
       });
       for (int i : tune::exploration_order(predicted, prior_at)) {
         const variant& v = registry()[valid[std::size_t(i)]];

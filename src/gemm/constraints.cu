@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +52,51 @@ std::pair<int, int> split_plan(const variant& v, const problem& p) {
 }
 
 constexpr std::int64_t max_workspace_bytes = std::int64_t(1) << 30;
+
+namespace {
+/// Whether a variant that needs `align`-element alignment reads operand `o` in place.
+bool in_place(const operand& o, int align, int esize, std::int64_t batch) {
+  return aligned(o.ptr, std::int64_t(align) * esize) && o.ld % align == 0 &&
+         (batch <= 1 || o.batch_stride % align == 0);
+}
+
+/// The copy of `o` that a packing variant reads: rows padded to whole `align`-element units,
+/// batches one after the other (one matrix when every batch shares it).
+operand packed_operand(const operand& o, int align, std::int64_t batch, const void* at) {
+  operand c = o;
+  c.ptr = at;
+  c.ld = std::max<std::int64_t>(ceil_div(o.cols, align) * align, align);
+  c.batch_stride = batch > 1 && o.batch_stride != 0 ? o.rows * c.ld : 0;
+  return c;
+}
+
+std::int64_t packed_bytes(const operand& o, int align, std::int64_t batch, int esize) {
+  const operand c = packed_operand(o, align, batch, nullptr);
+  return (batch > 1 && o.batch_stride != 0 ? batch : 1) * o.rows * c.ld * esize;
+}
+} // namespace
+
+pack_plan plan_packing(const variant& base, const problem& p) {
+  const int e = dtype_size(p.ab);
+  pack_plan plan;
+  plan.a = !in_place(p.a, base.align, e, p.batch);
+  plan.b = !in_place(p.b, base.align, e, p.batch);
+  plan.a_bytes = plan.a ? packed_bytes(p.a, base.align, p.batch, e) : 0;
+  plan.b_bytes = plan.b ? packed_bytes(p.b, base.align, p.batch, e) : 0;
+  return plan;
+}
+
+problem packed_problem(const variant& base, const problem& p, const void* a, const void* b) {
+  const pack_plan plan = plan_packing(base, p);
+  problem q = p;
+  if (plan.a) {
+    q.a = packed_operand(p.a, base.align, p.batch, a);
+  }
+  if (plan.b) {
+    q.b = packed_operand(p.b, base.align, p.batch, b);
+  }
+  return q;
+}
 
 namespace {
 
@@ -134,9 +180,35 @@ std::string tma_batches(const variant&, int, const problem& p, const device_stat
   return {};
 }
 
+/// A packing variant: its base variant's rules, on the problem with the aligned copies.
+std::string packing(const variant& v, int, const problem& p, const device_state& d) {
+  const variant& base = registry()[v.packs];
+  const pack_plan plan = plan_packing(base, p);
+  if (!plan.a && !plan.b) {
+    return "its operands are aligned, and " + base.name + " reads them in place";
+  }
+  if (p.k == 0) {
+    return "K = 0: there is nothing to copy";
+  }
+  if (plan.a_bytes + plan.b_bytes > max_workspace_bytes) {
+    return "the aligned copies of A and B would exceed 1 GiB";
+  }
+  // The copies are allocated 256-byte aligned (cudaMallocFromPoolAsync); any such address
+  // stands for them here.
+  const void* at = reinterpret_cast<const void*>(std::uintptr_t(256));
+  std::string why;
+  if (!can_run(v.packs, packed_problem(base, p, at, at), d, &why)) {
+    return "on the aligned copies, " + base.name + " cannot run: " + why;
+  }
+  return {};
+}
+
 /// The rules that apply to a variant: every variant's, then its family's and its features'.
 /// A variant can run a problem when all of them hold.
 std::vector<rule> rules_of(const variant& v) {
+  if (v.packs >= 0) {
+    return {packing};
+  }
   std::vector<rule> r{inputs, code_for_device, layout, alignment, grid};
   if (v.splits > 1) {
     r.push_back(split_k);

@@ -6,6 +6,7 @@
 ///   constraints.cu  can_run: the AND of the rules that apply to the variant's family
 ///   heuristic.cu    the static time model and its named rate table
 ///   launch.cu       one call of one variant, with its split-K workspace
+///   pack.cu         a packing variant's call: aligned copies of A/B, then its base variant
 ///   tuner.cu        off / online (UCB) / frozen (database) choice per key
 #pragma once
 
@@ -53,6 +54,15 @@ int ab_align_class(const problem& p);
 int c_align_class(const problem& p);
 /// Splits actually used for a problem (each split covers whole BK tiles) and its K chunk.
 std::pair<int, int> split_plan(const variant& v, const problem& p);
+/// How a packing variant (variant::packs) runs a problem: which of A and B its base variant
+/// cannot read in place, and the bytes of their aligned copies.
+struct pack_plan {
+  bool a = false, b = false;
+  std::int64_t a_bytes = 0, b_bytes = 0;
+};
+pack_plan plan_packing(const variant& base, const problem& p);
+/// `p` with A (B) replaced by its aligned copy at `a` (`b`) where the plan copies it.
+problem packed_problem(const variant& base, const problem& p, const void* a, const void* b);
 /// Whether variant `vi` can run `p` on `d`; if not, `why` says which rule fails.
 bool can_run(int vi, const problem& p, const device_state& d, std::string* why = nullptr);
 std::vector<int> valid_indices(const problem& p, const device_state& d);
@@ -75,5 +85,11 @@ struct fused_call {
 /// expression epilogue's kernels instead of the standard ones.
 void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream,
             const fused_call* f = nullptr);
+
+// ---- pack.cu --------------------------------------------------------------------------------
+/// Runs packing variant `vi`: copies the operands its base variant cannot read in place to
+/// aligned rows in a pool workspace, then runs the base variant on the copies.
+void launch_packed(int vi, const problem& p, const device_state& d, cudaStream_t stream,
+                   const fused_call* f);
 
 } // namespace cufuse::gemm_detail

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace cufuse::gemm_detail {
@@ -36,12 +37,30 @@ constexpr family_rate rate_of(const variant& v) {
   }
 }
 
+/// Whether the wgmma kernels can store C through TMA (include/cufuse/gemm/launch.cuh,
+/// tma_store_ok): a 16-byte aligned base, leading dimension and batch stride, and rows of whole
+/// 16-byte units. Else they store from the accumulators, 8 rows per warp store.
+bool c_tma_storable(const problem& p) {
+  const std::int64_t e = dtype_size(p.out);
+  const bool batched_c = p.batch > 1 && p.stride_c != 0;
+  return reinterpret_cast<std::uintptr_t>(p.c) % 16 == 0 && (p.ldc * e) % 16 == 0 &&
+         (p.n * e) % 16 == 0 && (!batched_c || (p.stride_c * e) % 16 == 0) &&
+         (p.batch <= 1 || p.stride_c != 0 || p.beta == 0.0f);
+}
+
 } // namespace
 
 /// A rough time model: waves of blocks over the SMs, each block's work divided by a per-SM rate
 /// that grows with the tile's arithmetic intensity, plus the split-K reduction's traffic.
 double predicted_seconds(int vi, const problem& p, const device_state& d) {
   const variant& v = registry()[vi];
+  if (v.packs >= 0) {
+    // The base variant on the copies, after a pass that reads and writes the copied operands
+    // at about 80% of an H100's copy bandwidth, plus a launch and the workspace's allocation.
+    const pack_plan plan = plan_packing(registry()[v.packs], p);
+    return predicted_seconds(v.packs, p, d) + 2.0 * double(plan.a_bytes + plan.b_bytes) / 2.5e12 +
+           4e-6;
+  }
   const auto [splits, chunk] = split_plan(v, p);
   const double tiles = double(ceil_div(p.m, v.bm) * ceil_div(p.n, v.bn)) * p.batch * splits;
   const int per_sm = std::max(1, std::min({d.smem_per_sm / std::max(v.smem, 1), 2048 / v.threads,
@@ -75,6 +94,14 @@ double predicted_seconds(int vi, const problem& p, const device_state& d) {
       t *= (per_block >= 4 && p.k >= 2048) ? 0.95 : 1.3;
     } else if (v.bm * v.bn > 128 * 128) {
       t *= per_block >= 12 ? 0.97 : 1.08;
+    }
+    if (!c_tma_storable(p)) {
+      // C stored straight from the accumulators, at about 1.5 TB/s with the 128 x 128 and
+      // 64 x 128 tiles and 0.4 TB/s with the 128 x 256 and ping-pong ones, as the vocabulary
+      // projection 8192x50257x768 (C's rows 2-byte aligned) ran against mma.sync's staged
+      // stores (H100, bench/any_shape_bench.cu; bench/JOURNAL.md t6).
+      const double rate = v.pingpong || v.bm * v.bn > 128 * 128 ? 0.4e12 : 1.5e12;
+      t += double(p.m) * p.n * p.batch * dtype_size(p.out) / rate;
     }
     if (splits > 1) {
       // Split-K on the persistent tiles ran 1.0-1.9x slower than the model says (M <= 128,

@@ -12,6 +12,10 @@ namespace cufuse::gemm_detail {
 void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream,
             const fused_call* f) {
   const variant& v = registry()[vi];
+  if (v.packs >= 0) {
+    launch_packed(vi, p, d, stream, f);
+    return;
+  }
   const launch_fn run = f != nullptr ? f->kernels[vi] : v.launch;
   const void* epi = f != nullptr ? f->epi : nullptr;
   const int sms = p.sm_count > 0 ? std::min(p.sm_count, d.sms) : d.sms;

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cufuse::gemm_detail {
@@ -13,6 +14,18 @@ const std::vector<variant>& registry() {
     for (auto part :
          {simt_set(), f16_set(), bf16_set(), any_align_set(), tf32_set(), wgmma_set()}) {
       v.insert(v.end(), part.begin(), part.end());
+    }
+    // Every variant that needs aligned operands has a packing twin, for operands it cannot
+    // read in place (src/gemm/pack.cu; docs/gemm.md, "Operands at any alignment").
+    const std::size_t plain = v.size();
+    for (std::size_t i = 0; i < plain; ++i) {
+      if (v[i].align > 1) {
+        variant twin = v[i];
+        twin.name += "_pack";
+        twin.align = 1;
+        twin.packs = static_cast<int>(i);
+        v.push_back(std::move(twin));
+      }
     }
     return v;
   }();

@@ -27,6 +27,9 @@ struct variant {
   int layouts = 0xF;     // bit (2 * trans_a + trans_b): the transposes it accepts
   bool pingpong = false; // wgmma: consumer warpgroups take whole tiles in turn
   bool tma = false;      // operands loaded by TMA (sm_90a): batch strides must not overlap
+  int packs = -1;        // >= 0: variant `packs` (a registry index) run on copies of the A/B
+                         // operands it cannot read in place, repacked to 16-byte aligned rows
+                         // (src/gemm/pack.cu); such a variant accepts any alignment
   int bm = 0, bn = 0, bk = 0, threads = 0, smem = 0;
   launch_fn launch = nullptr; // the standard epilogue's kernels (orient.hpp)
   prepare_fn prepare = nullptr;

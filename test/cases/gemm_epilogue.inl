@@ -20,12 +20,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
-#include <type_traits>
-#include <cstdlib>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace gemm_test;
@@ -432,6 +432,59 @@ TEST_CASE("gemm epilogue: relu, gelu, silu and a column scale with shift", "[gem
       check_close<__nv_bfloat16>(host_of(y), want, v);
     }
   }
+}
+
+TEST_CASE("gemm epilogue: operands whose rows are not 16-byte aligned (in-place tiles and "
+          "aligned copies)",
+          "[gemm][epilogue]") {
+  std::mt19937 rng(Catch::rngSeed() + 23);
+  const index_t m = 129, n = 65, k = 127;
+  // A^T stored [k, m + 1] and B [k, n + 2], each viewed from its second column: odd leading
+  // dimensions and 2-byte offsets, for the same epilogue as the case above.
+  cufuse::tensor<__nv_bfloat16, 2> abig({k, m + 1}), bbig({k, n + 2});
+  const auto hab = fill_random(abig, data_kind::small_integers, rng);
+  const auto hbb = fill_random(bbig, data_kind::small_integers, rng);
+  std::vector<float> ha(std::size_t(k * m)), hb(std::size_t(k * n));
+  for (index_t p = 0; p < k; ++p) {
+    for (index_t i = 0; i < m; ++i) {
+      ha[std::size_t(p * m + i)] = hab[std::size_t(p * (m + 1) + 1 + i)];
+    }
+    for (index_t j = 0; j < n; ++j) {
+      hb[std::size_t(p * n + j)] = hbb[std::size_t(p * (n + 2) + 1 + j)];
+    }
+  }
+  auto av = cufuse::slice(abig, cufuse::all, cufuse::range(1, m + 1));
+  auto bv = cufuse::slice(bbig, cufuse::all, cufuse::range(1, n + 1));
+  cufuse::tensor<__nv_bfloat16, 1> shift({n});
+  cufuse::tensor<float, 1> scale({n});
+  cufuse::tensor<__nv_bfloat16, 2> y({m, n});
+  const auto hshift = fill_random(shift, data_kind::reals, rng);
+  const auto hscale = fill_random(scale, data_kind::reals, rng);
+  const auto acc = product(ha, hb, m, n, k, true, false);
+  std::vector<double> want(acc.size());
+  for (std::size_t e = 0; e < acc.size(); ++e) {
+    const std::size_t j = e % std::size_t(n);
+    const double x = acc[e] * 0.125;
+    want[e] = relu_ref(acc[e] * hscale[j] + hshift[j]) + gelu_ref(x) + silu_ref(x);
+  }
+  const auto epi = cufuse::relu(cufuse::acc * scale + shift) + cufuse::gelu(cufuse::acc * 0.125f) +
+                   cufuse::silu(cufuse::acc * 0.125f);
+  const auto names = cufuse::tuning::epilogue_variants(cufuse::transpose(av), bv, y, epi);
+  int packed = 0;
+  for (const std::string& v : names) {
+    INFO("variant " << v);
+    poison_nan(y);
+    cufuse::gemm_options o;
+    o.variant = v;
+    cufuse::gemm(cufuse::transpose(av), bv, y, epi, o);
+    check_close<__nv_bfloat16>(host_of(y), want, v);
+    packed += v.ends_with("_pack");
+  }
+  CHECK(packed > 0);
+  // The library's own choice on the same operands.
+  poison_nan(y);
+  cufuse::gemm(cufuse::transpose(av), bv, y, epi);
+  check_close<__nv_bfloat16>(host_of(y), want, "the default choice");
 }
 
 TEST_CASE("gemm epilogue: batches, with a per-batch bias and a shared one", "[gemm][epilogue]") {

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 
 using namespace gemm_test;
@@ -157,16 +158,20 @@ TEST_CASE("gemm: unaligned pointers and leading dimensions pick variants that ac
     const auto h = variants_for<__half, __half>(d, l, {});
     REQUIRE(!f32.empty());
     REQUIRE(!h.empty());
+    // The any-alignment tiles, and the aligned ones through aligned copies (`_pack`).
+    auto any_alignment = [](const std::string& v) {
+      return v.find("_v1") != std::string::npos || v.ends_with("_pack");
+    };
     for (const auto& v : f32) {
       INFO(v);
-      CHECK(v.find("_v1") != std::string::npos);
+      CHECK(any_alignment(v));
       cufuse::gemm_options o;
       o.variant = v;
       check_gemm<float, float>(d, l, {1.5f, 0.5f}, data_kind::integers, o, rng);
     }
     for (const auto& v : h) { // SIMT and the tensor-core tiles that load through registers
       INFO(v);
-      CHECK(v.find("_v1") != std::string::npos);
+      CHECK(any_alignment(v));
     }
     // The tuner's own choice (heuristic or database) too.
     check_gemm<float, float>(d, l, {1.0f, 0.0f}, data_kind::reals, {}, rng);
@@ -195,7 +200,7 @@ void any_align_mma(const dims& d, int offset, int pad, std::mt19937& rng,
     layout l{(tr & 2) != 0, (tr & 1) != 0, offset, tr % 2 == 0, pad};
     l.b_aligned = tr >= 4;
     for (const std::string& v : variants_for<T, TC>(d, l, base)) {
-      if (v.find("_mma_") == std::string::npos) {
+      if (v.find("_mma_") == std::string::npos || v.ends_with("_pack")) {
         continue;
       }
       INFO(v);
@@ -206,14 +211,14 @@ void any_align_mma(const dims& d, int offset, int pad, std::mt19937& rng,
       ++tried;
     }
     check_gemm<T, TC>(d, l, {1.0f, 0.0f}, data_kind::reals, base, rng);
-    // The default is a tensor-core tile, except that for a TF32 output of a few tiles with a
-    // longer K (65 x 70 x 1101) the model prefers the exact split-K SIMT tiles (TF32 runs at
-    // half the fp16 rate and the any-alignment tiles have no split-K).
+    // The default is a tensor-core tile (in place, or an aligned one on aligned copies), except
+    // that for a TF32 output of a few tiles with a longer K (65 x 70 x 1101) the model may
+    // prefer the exact split-K SIMT tiles (TF32 runs at half the fp16 rate).
     const bool split_k_shape = std::is_same_v<T, float> && d.k > std::max(d.m, d.n);
     if (d.m >= 64 && d.n >= 64 && d.k >= 64 && !split_k_shape) {
       const std::string chosen = chosen_for<T, TC>(d, l, base);
       INFO("the default choice: " << chosen);
-      CHECK(chosen.find("_mma_") != std::string::npos);
+      CHECK(chosen.find("mma_") != std::string::npos);
     }
   }
   CHECK(tried >= 24); // three tiles, eight layouts
@@ -240,6 +245,113 @@ TEST_CASE("gemm: fp16 / bf16 / TF32 tensor cores at any alignment (offsets of 2,
     // fp32 operands offset by 4, 8 or 12 bytes: TF32 through 4- and 8-byte loads
     any_align_mma<float, float>(shapes[si], 1 + (c + 3) % 3, pads[(c + 3) % 4], rng, tf32);
   }
+}
+
+/// The packing variants (`_pack`: an aligned variant run on copies of the operands it cannot
+/// read in place, rows padded to 16 bytes) of type T on one problem: every one of them, every
+/// layout, A and B unaligned or A alone, `batch` batches (odd batch strides).
+template <class T, class TC>
+void packed_variants(const dims& d, int offset, int pad, int batch, std::mt19937& rng,
+                     const cufuse::gemm_options& base = {}) {
+  int tried = 0;
+  for (int tr = 0; tr < 8; ++tr) {
+    layout l{(tr & 2) != 0, (tr & 1) != 0, offset, tr % 2 == 0, pad};
+    l.b_aligned = tr >= 4;
+    for (const std::string& v : variants_for<T, TC>(d, l, base)) {
+      if (!v.ends_with("_pack")) {
+        continue;
+      }
+      INFO(v);
+      cufuse::gemm_options o = base;
+      o.variant = v;
+      o.sm_count = tr % 3 == 0 ? 1 : 0; // persistent tiles walking every tile on one SM
+      check_gemm<T, TC>(d, l, scalings[(tr + offset) % 4], data_kind::reals, o, rng, batch);
+      ++tried;
+    }
+  }
+  CHECK(tried >= 8);
+}
+
+TEST_CASE("gemm: packing variants run the aligned tiles on aligned copies of unaligned A / B",
+          "[gemm][variants]") {
+  std::mt19937 rng(Catch::rngSeed() + 29);
+  const std::vector<dims> shapes =
+      quick_level() >= 1
+          ? std::vector<dims>{{129, 65, 127}}
+          : std::vector<dims>{{7, 7, 7}, {129, 65, 127}, {65, 70, 1101}, {257, 300, 5}};
+  cufuse::gemm_options tf32;
+  tf32.math = cufuse::gemm_math::tf32;
+  for (std::size_t si = 0; si < shapes.size(); ++si) {
+    const int batch = si == 1 ? 3 : 1;
+    const int pad = 1 + int(si % 3);
+    packed_variants<__half, __half>(shapes[si], 1, pad, batch, rng);
+    packed_variants<__nv_bfloat16, float>(shapes[si], 2, pad, batch, rng);
+    packed_variants<__nv_bfloat16, __nv_bfloat16>(shapes[si], 4, pad, batch, rng);
+    packed_variants<float, float>(shapes[si], 1 + int(si % 3), pad, batch, rng, tf32);
+    packed_variants<float, float>(shapes[si], 2, pad, batch, rng); // the exact SIMT tiles
+  }
+}
+
+TEST_CASE("gemm: packing copies only what it must; batches sharing one operand",
+          "[gemm][variants]") {
+  std::mt19937 rng(Catch::rngSeed() + 31);
+  // B aligned, A not: the copy is of A alone, and a forced packing variant on aligned operands
+  // is refused with the reason.
+  const dims d{200, 136, 99};
+  layout l{false, false, 1, true, 2};
+  l.b_aligned = true;
+  cufuse::gemm_options o;
+  o.variant = "sm80_bf16_mma_128x128x64_w2x2_s3_pack";
+  check_gemm<__nv_bfloat16, __nv_bfloat16>(d, l, {1.0f, 0.5f}, data_kind::reals, o, rng);
+  auto aligned_run = [&] {
+    check_gemm<__nv_bfloat16, __nv_bfloat16>(d, {false, false, 0}, {1.0f, 0.0f}, data_kind::reals,
+                                             o, rng);
+  };
+  CHECK_THROWS_WITH(aligned_run(), Catch::Contains("cannot run this problem") &&
+                                       Catch::Contains("reads them in place"));
+  // Every batch reads the same A (batch stride 0), unaligned: one copy serves them all.
+  const cufuse::index_t batch = 3, m = 70, n = 48, k = 45;
+  std::vector<float> ha(std::size_t(m * (k + 1) + 1)), hb(std::size_t(batch * k * n));
+  fill_host<__half>(ha, data_kind::small_integers, rng);
+  fill_host<__half>(hb, data_kind::small_integers, rng);
+  std::vector<__half> ta(ha.size()), tb(hb.size());
+  std::transform(ha.begin(), ha.end(), ta.begin(), [](float x) { return __float2half(x); });
+  std::transform(hb.begin(), hb.end(), tb.begin(), [](float x) { return __float2half(x); });
+  cufuse::tensor<__half, 1> da(cufuse::index_t(ta.size())), db(cufuse::index_t(tb.size()));
+  cufuse::tensor<float, 1> dc(batch * m * n);
+  da.upload(ta);
+  db.upload(tb);
+  auto a = cufuse::batched_matrix(static_cast<const __half*>(da.data()) + 1, batch, m, k, k + 1, 0);
+  auto b = cufuse::batched_matrix(static_cast<const __half*>(db.data()), batch, k, n, n, k * n);
+  auto c = cufuse::batched_matrix(dc.data(), batch, m, n, n, m * n);
+  int tried = 0;
+  for (const std::string& v : cufuse::gemm_variants(a, b, c)) {
+    if (!v.ends_with("_pack")) {
+      continue;
+    }
+    INFO(v);
+    CUFUSE_CUDA_CHECK(cudaMemset(dc.data(), 0xff, std::size_t(batch * m * n) * sizeof(float)));
+    cufuse::gemm_options forced;
+    forced.variant = v;
+    cufuse::gemm_batched(a, b, c, 1.0f, 0.0f, cufuse::current_stream(), forced);
+    const std::vector<float> got = dc.download();
+    int bad = 0;
+    for (cufuse::index_t q = 0; q < batch; ++q) {
+      for (cufuse::index_t i = 0; i < m; ++i) {
+        for (cufuse::index_t j = 0; j < n; ++j) {
+          double want = 0;
+          for (cufuse::index_t p = 0; p < k; ++p) {
+            want += double(ha[std::size_t(1 + i * (k + 1) + p)]) *
+                    double(hb[std::size_t(q * k * n + p * n + j)]);
+          }
+          bad += got[std::size_t(q * m * n + i * n + j)] != float(want);
+        }
+      }
+    }
+    CHECK(bad == 0);
+    ++tried;
+  }
+  CHECK(tried > 0);
 }
 
 TEST_CASE("gemm: the default choice on the tuner's own path, every dtype and transpose",
