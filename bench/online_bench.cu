@@ -1,9 +1,11 @@
 // What online tuning costs a program that calls cufuse::gemm in each synchronization pattern:
-// the calls until the tuner commits, the wall time of the first `calls` calls against cuBLAS's
-// for the same calls issued the same way, and the steady state afterwards. One pattern per
-// process (the tuner starts empty; no database file). Writes one JSON line per run (--out,
-// appended).
-//   online_bench --pattern b2b|sync1|sync10|burst300 --dtype bf16|f32 [--calls N] [--size S]
+// the calls until the tuner commits, the wall time of the first `calls` calls against the same
+// calls of the variant finally chosen (forced) and of cuBLAS, issued the same way; the first
+// call's variant (the prior) and the committed one against the best of every variant timed
+// afterwards (the exhaustive answer); and the steady state. One pattern per process (the tuner
+// starts empty; no database file). Writes one JSON line per run (--out, appended).
+//   online_bench --pattern b2b|sync1|sync10|burst300 --dtype bf16|f32 [--out-dtype bf16|f32]
+//                [--calls N] [--size S | --m M --n N --k K]
 #include <cufuse/gemm.cuh>
 
 #include "cublas_gemm.hpp"
@@ -19,9 +21,9 @@
 namespace {
 
 struct options {
-  std::string pattern = "b2b", dtype = "bf16", out = "online.jsonl";
+  std::string pattern = "b2b", dtype = "bf16", out_dtype, out = "online.jsonl";
   int calls = 1200;
-  long long size = 4096;
+  long long m = 4096, n = 4096, k = 4096;
 };
 
 /// Whether the program synchronizes after call i (0-based) in this pattern.
@@ -38,19 +40,22 @@ bool sync_after(const std::string& pattern, int i) {
   return false; // b2b: back to back, one synchronization at the end
 }
 
-template <class T>
+template <class T, class TC>
 int run(const options& o) {
-  const long long n = o.size;
+  const long long m = o.m, n = o.n, k = o.k;
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<T> h(static_cast<std::size_t>(n * n));
-  for (auto& x : h) {
-    x = T(u(rng));
-  }
-  cufuse::tensor<T, 2> A({n, n}), B({n, n});
-  cufuse::tensor<T, 2> C({n, n});
-  A.upload(h);
-  B.upload(h);
+  auto random = [&](long long count) {
+    std::vector<T> h(static_cast<std::size_t>(count));
+    for (auto& x : h) {
+      x = T(u(rng));
+    }
+    return h;
+  };
+  cufuse::tensor<T, 2> A({m, k}), B({k, n});
+  cufuse::tensor<TC, 2> C({m, n});
+  A.upload(random(m * k));
+  B.upload(random(k * n));
   cudaStream_t s = nullptr;
   BENCH_CHECK(cudaStreamCreate(&s));
   cufuse::tuning::set_mode(cufuse::tune_mode::online);
@@ -77,7 +82,8 @@ int run(const options& o) {
   cufuse_tools::cublas_gemm(hb, p, s);
   {
     cufuse::tuning::set_mode(cufuse::tune_mode::off);
-    cufuse::tensor<T, 2> a({64, 64}), b({64, 64}), c({64, 64});
+    cufuse::tensor<T, 2> a({64, 64}), b({64, 64});
+    cufuse::tensor<TC, 2> c({64, 64});
     a.fill(T(1.0f));
     b.fill(T(1.0f));
     cufuse::gemm(a, b, c, 1.0f, 0.0f, s);
@@ -93,21 +99,56 @@ int run(const options& o) {
     }
   });
   const std::string chosen = cufuse::gemm_chosen_variant(A, B, C).value_or("(exploring)");
-  // Steady state: synchronized calls timed with events, medians.
+  // The same calls of the committed variant, forced (no tuner), issued the same way.
+  cufuse::gemm_options forced;
+  forced.variant = chosen;
+  double t_chosen = 0;
+  if (chosen != "(exploring)") {
+    cufuse::gemm(A, B, C, 1.0f, 0.0f, s, forced); // its warm-up
+    t_chosen = issue([&](int) { cufuse::gemm(A, B, C, 1.0f, 0.0f, s, forced); });
+  }
+  // The first call's variant: the prior, which without a database is the heuristic's choice
+  // (tuning off answers it for the same problem).
+  cufuse::tuning::set_mode(cufuse::tune_mode::off);
+  cufuse::gemm(A, B, C, 1.0f, 0.0f, s);
+  const std::string prior = cufuse::gemm_chosen_variant(A, B, C).value_or("?");
+  cufuse::tuning::set_mode(cufuse::tune_mode::online);
+  // Every variant, synchronized and timed with events (medians of 10): the exhaustive answer.
   bench::timer tm;
+  std::string best;
+  double best_ms = 0, prior_ms = 0, chosen_ms = 0;
+  for (const std::string& v : cufuse::gemm_variants(A, B, C)) {
+    cufuse::gemm_options f;
+    f.variant = v;
+    const double ms = tm.median_ms([&] { cufuse::gemm(A, B, C, 1.0f, 0.0f, nullptr, f); }, 10);
+    if (best.empty() || ms < best_ms) {
+      best = v;
+      best_ms = ms;
+    }
+    prior_ms = v == prior ? ms : prior_ms;
+    chosen_ms = v == chosen ? ms : chosen_ms;
+  }
+  // Steady state: synchronized calls timed with events, medians.
   const double ms_cufuse = tm.median_ms([&] { cufuse::gemm(A, B, C, 1.0f, 0.0f, nullptr); }, 30);
   const double ms_cublas = tm.median_ms([&] { cufuse_tools::cublas_gemm(hb, p, nullptr); }, 30);
-  std::printf("%-8s %-4s %5d calls: commit after %5d calls (%s); wall %8.1f ms vs cuBLAS %8.1f "
-              "ms (%.2fx its time); steady state %.3f ms vs %.3f ms (%.2fx its speed)\n",
-              o.pattern.c_str(), o.dtype.c_str(), o.calls, commit_at, chosen.c_str(),
-              t_cufuse * 1e3, t_cublas * 1e3, t_cufuse / t_cublas, ms_cufuse, ms_cublas,
-              ms_cublas / ms_cufuse);
+  const std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  const std::string dt = o.dtype + ">" + (o.out_dtype.empty() ? o.dtype : o.out_dtype);
+  std::printf(
+      "%-8s %-9s %s %5d calls: commit after %5d (%s); wall %8.1f ms, the chosen variant's "
+      "%8.1f ms (%.3fx), cuBLAS %8.1f ms (%.2fx); prior %s at %.2fx the best's speed; "
+      "chosen %.1f%% behind the best (%s); steady %.3f ms vs cuBLAS %.3f ms\n",
+      o.pattern.c_str(), dt.c_str(), shape.c_str(), o.calls, commit_at, chosen.c_str(),
+      t_cufuse * 1e3, t_chosen * 1e3, t_chosen > 0 ? t_cufuse / t_chosen : 0.0, t_cublas * 1e3,
+      t_cufuse / t_cublas, prior.c_str(), prior_ms > 0 ? best_ms / prior_ms : 0.0,
+      chosen_ms > 0 ? (chosen_ms / best_ms - 1) * 100 : -1.0, best.c_str(), ms_cufuse, ms_cublas);
   std::ofstream js(o.out, std::ios::app);
-  js << "{\"pattern\": \"" << o.pattern << "\", \"dtype\": \"" << o.dtype << "\", \"size\": " << n
-     << ", \"calls\": " << o.calls << ", \"commit_after\": " << commit_at << ", \"chosen\": \""
+  js << "{\"pattern\": \"" << o.pattern << "\", \"dtype\": \"" << dt << "\", \"shape\": \"" << shape
+     << "\", \"calls\": " << o.calls << ", \"commit_after\": " << commit_at << ", \"chosen\": \""
      << chosen << "\", \"wall_ms\": " << t_cufuse * 1e3
-     << ", \"cublas_wall_ms\": " << t_cublas * 1e3 << ", \"steady_ms\": " << ms_cufuse
-     << ", \"cublas_steady_ms\": " << ms_cublas << "}\n";
+     << ", \"chosen_wall_ms\": " << t_chosen * 1e3 << ", \"cublas_wall_ms\": " << t_cublas * 1e3
+     << ", \"prior\": \"" << prior << "\", \"prior_ms\": " << prior_ms << ", \"best\": \"" << best
+     << "\", \"best_ms\": " << best_ms << ", \"chosen_ms\": " << chosen_ms
+     << ", \"steady_ms\": " << ms_cufuse << ", \"cublas_steady_ms\": " << ms_cublas << "}\n";
   cublasDestroy(hb);
   BENCH_CHECK(cudaStreamDestroy(s));
   return 0;
@@ -126,10 +167,21 @@ int main(int argc, char** argv) {
     } else if (k == "--calls") {
       o.calls = std::stoi(v);
     } else if (k == "--size") {
-      o.size = std::stoll(v);
+      o.m = o.n = o.k = std::stoll(v);
+    } else if (k == "--m") {
+      o.m = std::stoll(v);
+    } else if (k == "--n") {
+      o.n = std::stoll(v);
+    } else if (k == "--k") {
+      o.k = std::stoll(v);
+    } else if (k == "--out-dtype") {
+      o.out_dtype = v;
     } else if (k == "--out") {
       o.out = v;
     }
   }
-  return o.dtype == "f32" ? run<float>(o) : run<__nv_bfloat16>(o);
+  if (o.dtype == "f32") {
+    return run<float, float>(o);
+  }
+  return o.out_dtype == "f32" ? run<__nv_bfloat16, float>(o) : run<__nv_bfloat16, __nv_bfloat16>(o);
 }

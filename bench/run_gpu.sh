@@ -157,17 +157,20 @@ if [ "$what" = anyshape ]; then
 fi
 
 if [ "$what" = online ]; then
-  # Online tuning from an empty tuner in four synchronization patterns (one process each), bf16
-  # and fp32 4096^3, against cuBLAS issued the same way (bench/online_bench.cu).
+  # Online tuning from an empty tuner in four synchronization patterns (one process each), the
+  # issue's four keys, against the chosen variant and cuBLAS issued the same way
+  # (bench/online_bench.cu).
   step "build online-tuning benchmark"
   cmake --build build-gpu -j"$jobs" --target cufuse_bench_online >"$OUT/logs/build-online.log" 2>&1 ||
     { tail -30 "$OUT/logs/build-online.log"; exit 1; }
-  step "online tuning: calls to commit, wall time against cuBLAS"
+  step "online tuning: calls to commit, regret against the chosen variant, the exhaustive best"
   rm -f "$OUT/online.jsonl"
-  for dt in bf16 f32; do
+  # The keys: bf16 -> fp32 and bf16 -> bf16 4096^3, bf16 8192x1024x4096, fp32 4096^3.
+  for key in "--dtype bf16 --out-dtype f32" "--dtype bf16" "--dtype bf16 --m 8192 --n 1024 --k 4096" \
+             "--dtype f32"; do
     for pat in b2b sync1 sync10 burst300; do
-      env -u CUFUSE_TUNE_FILE build-gpu/bench/cufuse_bench_online --pattern $pat --dtype $dt \
-        --calls ${ONLINE_CALLS:-1200} --out "$OUT/online.jsonl" 2>&1 | tee -a "$OUT/online.log"
+      env -u CUFUSE_TUNE_FILE build-gpu/bench/cufuse_bench_online --pattern $pat $key \
+        --calls ${ONLINE_CALLS:-1000} --out "$OUT/online.jsonl" 2>&1 | tee -a "$OUT/online.log"
       [ "${PIPESTATUS[0]}" = 0 ] || status=1
     done
   done
