@@ -1,8 +1,8 @@
-// The GEMM tuner on the GPU: online mode commits a variant within 5% of the exhaustive best, in
-// every synchronization pattern (back to back, synchronized after each call or every 10, a
-// burst of 300 first) with every call right,
-// stays correct while it explores, persists its choice; frozen mode reads the database (exact
-// key, then the nearest shape), survives a corrupt file; several threads and streams at once.
+// The GEMM tuner on the GPU: online mode commits a variant within 5% of the exhaustive best,
+// commits in every synchronization pattern (back to back, synchronized after each call or every
+// 10, a burst of 300 first) with every call right, stays correct while it explores, persists
+// its choice; frozen mode reads the database (exact key, then the nearest shape), survives a
+// corrupt file; several threads and streams at once.
 #include "../support/gemm_check.hpp"
 
 #include <catch2/catch.hpp>
