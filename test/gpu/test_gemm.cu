@@ -188,6 +188,18 @@ TEST_CASE("gemm: unaligned pointers and leading dimensions pick variants that ac
   }
 }
 
+/// The eight layouts of the any-alignment cases: each transpose with A and B unaligned
+/// (tr < 4), then with B 16-byte aligned and A not (the 16-byte load path for B, and a copy of
+/// A alone for the packing variants); C aligned in every other one. Calls f(tr, layout).
+template <class F>
+void for_unaligned_layouts(int offset, int pad, F&& f) {
+  for (int tr = 0; tr < 8; ++tr) {
+    layout l{(tr & 2) != 0, (tr & 1) != 0, offset, tr % 2 == 0, pad};
+    l.b_aligned = tr >= 4;
+    f(tr, l);
+  }
+}
+
 /// The any-alignment tensor-core tiles (`_mma_..._v1`) of type T on one problem: every one of
 /// them, every layout, and the library's own choice, which must be one of them (the SIMT
 /// any-alignment tiles are the last resort).
@@ -195,10 +207,7 @@ template <class T, class TC>
 void any_align_mma(const dims& d, int offset, int pad, std::mt19937& rng,
                    const cufuse::gemm_options& base = {}) {
   int tried = 0;
-  // Layouts 4-7: B 16-byte aligned, A not (the tiles' 16-byte load path for B).
-  for (int tr = 0; tr < 8; ++tr) {
-    layout l{(tr & 2) != 0, (tr & 1) != 0, offset, tr % 2 == 0, pad};
-    l.b_aligned = tr >= 4;
+  for_unaligned_layouts(offset, pad, [&](int tr, const layout& l) {
     for (const std::string& v : variants_for<T, TC>(d, l, base)) {
       if (v.find("_mma_") == std::string::npos || v.ends_with("_pack")) {
         continue;
@@ -220,7 +229,7 @@ void any_align_mma(const dims& d, int offset, int pad, std::mt19937& rng,
       INFO("the default choice: " << chosen);
       CHECK(chosen.find("mma_") != std::string::npos);
     }
-  }
+  });
   CHECK(tried >= 24); // three tiles, eight layouts
 }
 
@@ -254,9 +263,7 @@ template <class T, class TC>
 void packed_variants(const dims& d, int offset, int pad, int batch, std::mt19937& rng,
                      const cufuse::gemm_options& base = {}) {
   int tried = 0;
-  for (int tr = 0; tr < 8; ++tr) {
-    layout l{(tr & 2) != 0, (tr & 1) != 0, offset, tr % 2 == 0, pad};
-    l.b_aligned = tr >= 4;
+  for_unaligned_layouts(offset, pad, [&](int tr, const layout& l) {
     for (const std::string& v : variants_for<T, TC>(d, l, base)) {
       if (!v.ends_with("_pack")) {
         continue;
@@ -268,7 +275,7 @@ void packed_variants(const dims& d, int offset, int pad, int batch, std::mt19937
       check_gemm<T, TC>(d, l, scalings[(tr + offset) % 4], data_kind::reals, o, rng, batch);
       ++tried;
     }
-  }
+  });
   CHECK(tried >= 8);
 }
 
