@@ -173,9 +173,12 @@ int main(int argc, char** argv) {
       }
     }
     const auto& d = rows[i + 1];
-    std::printf("| %s | %s | %.3f | %s | %.3f | %.3f (%s) | %.3f (%s) |\n", rows[i].shape.c_str(),
+    auto cell = [](double ratio, const std::string& name) {
+      return ratio > 0 ? std::to_string(ratio).substr(0, 5) + " (" + name + ")" : std::string("-");
+    };
+    std::printf("| %s | %s | %.3f | %s | %.3f | %s | %s |\n", rows[i].shape.c_str(),
                 rows[i].dtype.c_str(), rows[i].ms, d.impl.substr(d.impl.find(':') + 2).c_str(),
-                d.vs_cublas, in_place, in_name.c_str(), packed, pack_name.c_str());
+                d.vs_cublas, cell(in_place, in_name).c_str(), cell(packed, pack_name).c_str());
     i = j;
   }
   return 0;
