@@ -60,18 +60,20 @@ bool in_place(const operand& o, int align, int esize, std::int64_t batch) {
          (batch <= 1 || o.batch_stride % align == 0);
 }
 
-/// The copy of `o` that a packing variant reads: rows padded to whole `align`-element units,
-/// batches one after the other (one matrix when every batch shares it).
-operand packed_operand(const operand& o, int align, std::int64_t batch, const void* at) {
+/// The copy of `o` that a packing variant reads: rows padded to whole 16-byte units (what every
+/// aligned variant accepts, and the copy kernel's store width), batches one after the other
+/// (one matrix when every batch shares it).
+operand packed_operand(const operand& o, int esize, std::int64_t batch, const void* at) {
+  const std::int64_t unit = 16 / esize;
   operand c = o;
   c.ptr = at;
-  c.ld = std::max<std::int64_t>(ceil_div(o.cols, align) * align, align);
+  c.ld = std::max<std::int64_t>(ceil_div(o.cols, unit) * unit, unit);
   c.batch_stride = batch > 1 && o.batch_stride != 0 ? o.rows * c.ld : 0;
   return c;
 }
 
-std::int64_t packed_bytes(const operand& o, int align, std::int64_t batch, int esize) {
-  const operand c = packed_operand(o, align, batch, nullptr);
+std::int64_t packed_bytes(const operand& o, int esize, std::int64_t batch) {
+  const operand c = packed_operand(o, esize, batch, nullptr);
   return (batch > 1 && o.batch_stride != 0 ? batch : 1) * o.rows * c.ld * esize;
 }
 } // namespace
@@ -81,19 +83,20 @@ pack_plan plan_packing(const variant& base, const problem& p) {
   pack_plan plan;
   plan.a = !in_place(p.a, base.align, e, p.batch);
   plan.b = !in_place(p.b, base.align, e, p.batch);
-  plan.a_bytes = plan.a ? packed_bytes(p.a, base.align, p.batch, e) : 0;
-  plan.b_bytes = plan.b ? packed_bytes(p.b, base.align, p.batch, e) : 0;
+  plan.a_bytes = plan.a ? packed_bytes(p.a, e, p.batch) : 0;
+  plan.b_bytes = plan.b ? packed_bytes(p.b, e, p.batch) : 0;
   return plan;
 }
 
 problem packed_problem(const variant& base, const problem& p, const void* a, const void* b) {
   const pack_plan plan = plan_packing(base, p);
+  const int e = dtype_size(p.ab);
   problem q = p;
   if (plan.a) {
-    q.a = packed_operand(p.a, base.align, p.batch, a);
+    q.a = packed_operand(p.a, e, p.batch, a);
   }
   if (plan.b) {
-    q.b = packed_operand(p.b, base.align, p.batch, b);
+    q.b = packed_operand(p.b, e, p.batch, b);
   }
   return q;
 }

@@ -79,6 +79,9 @@ TEST_CASE("gemm choice: every aligned variant has one packing twin", "[gemm_choi
       }
     }
     CHECK(found == (v.align > 1 && v.packs < 0 ? 1 : 0));
+    if (v.align > 1) { // the copies' rows are whole 16-byte units: enough for every base
+      CHECK(v.align * dtype_size(v.ab) == 16);
+    }
     twins += v.packs >= 0;
     if (v.packs >= 0) {
       CHECK(r[v.packs].packs < 0); // a twin's base is an aligned variant, never a twin
