@@ -88,8 +88,7 @@ pack_plan plan_packing(const variant& base, const problem& p) {
   return plan;
 }
 
-problem packed_problem(const variant& base, const problem& p, const void* a, const void* b) {
-  const pack_plan plan = plan_packing(base, p);
+problem packed_problem(const problem& p, const pack_plan& plan, const void* a, const void* b) {
   const int e = dtype_size(p.ab);
   problem q = p;
   if (plan.a) {
@@ -200,7 +199,7 @@ std::string packing(const variant& v, int, const problem& p, const device_state&
   // stands for them here.
   const void* at = reinterpret_cast<const void*>(std::uintptr_t(256));
   std::string why;
-  if (!can_run(v.packs, packed_problem(base, p, at, at), d, &why)) {
+  if (!can_run(v.packs, packed_problem(p, plan, at, at), d, &why)) {
     return "on the aligned copies, " + base.name + " cannot run: " + why;
   }
   return {};

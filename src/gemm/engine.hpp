@@ -61,9 +61,9 @@ struct pack_plan {
   std::int64_t a_bytes = 0, b_bytes = 0;
 };
 pack_plan plan_packing(const variant& base, const problem& p);
-/// `p` with A (B) replaced by its copy at `a` (`b`, 16-byte aligned) where the plan copies it:
+/// `p` with A (B) replaced by its copy at `a` (`b`, 16-byte aligned) where `plan` copies it:
 /// rows padded to whole 16-byte units.
-problem packed_problem(const variant& base, const problem& p, const void* a, const void* b);
+problem packed_problem(const problem& p, const pack_plan& plan, const void* a, const void* b);
 /// Whether variant `vi` can run `p` on `d`; if not, `why` says which rule fails.
 bool can_run(int vi, const problem& p, const device_state& d, std::string* why = nullptr);
 std::vector<int> valid_indices(const problem& p, const device_state& d);

@@ -112,14 +112,17 @@ void launch_packed(int vi, const problem& p, const device_state& d, cudaStream_t
   const pack_plan plan = plan_packing(base, p);
   const std::size_t b_at = static_cast<std::size_t>(ceil_div(plan.a_bytes, 256) * 256);
   const std::size_t bytes = b_at + static_cast<std::size_t>(plan.b_bytes);
-  const std::string what =
-      "the " + std::to_string(bytes) + "-byte aligned copies of A/B for GEMM variant " + v.name;
+  // The messages are built only on an error: a call costs no string work.
+  const auto what = [&] {
+    return "the " + std::to_string(bytes) + "-byte aligned copies of A/B for GEMM variant " +
+           v.name;
+  };
   void* ws = nullptr;
   CUFUSE_CUDA_CHECK_MSG(d.pool ? cudaMallocFromPoolAsync(&ws, bytes, d.pool, stream)
                                : cudaMallocAsync(&ws, bytes, stream),
-                        "allocating " + what);
+                        "allocating " + what());
   unsigned char* at = static_cast<unsigned char*>(ws);
-  const problem q = packed_problem(base, p, at, at + b_at);
+  const problem q = packed_problem(p, plan, at, at + b_at);
   pack_job jobs[2];
   int count = 0;
   if (plan.a) {
@@ -139,7 +142,7 @@ void launch_packed(int vi, const problem& p, const device_state& d, cudaStream_t
   }
   const cudaError_t freed = cudaFreeAsync(ws, stream);
   CUFUSE_CUDA_CHECK_MSG(e, "copying A/B to aligned rows for GEMM variant " + v.name);
-  CUFUSE_CUDA_CHECK_MSG(freed, "freeing " + what);
+  CUFUSE_CUDA_CHECK_MSG(freed, "freeing " + what());
 }
 
 } // namespace cufuse::gemm_detail

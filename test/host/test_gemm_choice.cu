@@ -106,7 +106,7 @@ TEST_CASE("gemm choice: the packing plan copies what the base variant cannot rea
     CHECK(plan.b_bytes == 4095LL * 4096 * 2);
     const void* at_a = address(std::uintptr_t(1) << 40);
     const void* at_b = address((std::uintptr_t(1) << 40) + (std::uintptr_t(1) << 28));
-    const problem q = packed_problem(base, p, at_a, at_b);
+    const problem q = packed_problem(p, plan, at_a, at_b);
     CHECK(q.a.ptr == at_a);
     CHECK(q.b.ptr == at_b);
     CHECK(q.a.ld == 4096);
@@ -121,7 +121,7 @@ TEST_CASE("gemm choice: the packing plan copies what the base variant cannot rea
     CHECK(plan.a_bytes == 0);
     CHECK(plan.b);
     CHECK(plan.b_bytes == 768LL * 50264 * 2);
-    const problem q = packed_problem(base, p, nullptr, base_address);
+    const problem q = packed_problem(p, plan, nullptr, base_address);
     CHECK(q.a.ptr == p.a.ptr);
     CHECK(q.a.ld == 768);
     CHECK(q.b.ld == 50264);
@@ -131,7 +131,7 @@ TEST_CASE("gemm choice: the packing plan copies what the base variant cannot rea
     const problem p = make(dtype::bf16, 64, 64, 64, 64, 64, 64, 2);
     const pack_plan plan = plan_packing(base, p);
     CHECK((plan.a && plan.b));
-    CHECK(packed_problem(base, p, base_address, base_address).a.ld == 64);
+    CHECK(packed_problem(p, plan, base_address, base_address).a.ld == 64);
   }
   // Batches: A's odd batch stride gives batches laid end to end; B shared by every batch
   // (stride 0) is copied once and stays shared.
@@ -145,7 +145,7 @@ TEST_CASE("gemm choice: the packing plan copies what the base variant cannot rea
     CHECK((plan.a && plan.b));
     CHECK(plan.a_bytes == 3LL * 33 * 8 * 2);
     CHECK(plan.b_bytes == 7LL * 24 * 2);
-    const problem q = packed_problem(base, p, base_address, base_address);
+    const problem q = packed_problem(p, plan, base_address, base_address);
     CHECK(q.a.batch_stride == 33 * 8);
     CHECK(q.b.batch_stride == 0);
   }
@@ -154,7 +154,8 @@ TEST_CASE("gemm choice: the packing plan copies what the base variant cannot rea
     const int tf32 = first_aligned(dtype::f32, family::mma, 4);
     REQUIRE(tf32 >= 0);
     const problem p = make(dtype::f32, 9, 5, 5, 5, 5, 5);
-    const problem q = packed_problem(registry()[tf32], p, base_address, base_address);
+    const problem q =
+        packed_problem(p, plan_packing(registry()[tf32], p), base_address, base_address);
     CHECK(q.a.ld == 8);
     CHECK(q.b.ld == 8);
   }
