@@ -155,7 +155,7 @@ std::string split_k(const variant& v, int, const problem& p, const device_state&
   if (p.k < std::int64_t(v.bk) * v.splits || splits < 2) {
     return "split-K needs K >= splits x BK";
   }
-  if (p.m * p.n * p.batch * splits * 4 > max_workspace_bytes) {
+  if (!v.cluster_split && p.m * p.n * p.batch * splits * 4 > max_workspace_bytes) {
     return "its split-K workspace would exceed 1 GiB";
   }
   return {};

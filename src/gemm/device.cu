@@ -33,6 +33,11 @@ const device_state& device_state_for(int ordinal) {
         CUFUSE_CUDA_CHECK_MSG(v.prepare(&a), "preparing GEMM variant " + v.name);
       }
       d->arch.push_back(a);
+      int c = 0;
+      if (a > 0 && v.clusters != nullptr) {
+        CUFUSE_CUDA_CHECK_MSG(v.clusters(&c), "asking the cluster occupancy of " + v.name);
+      }
+      d->clusters.push_back(c);
     }
     int pools = 0;
     if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, ordinal) == cudaSuccess &&

@@ -37,6 +37,9 @@ struct device_state {
   std::string name;
   int sms = 0, cc = 0, l2 = 0, smem_per_sm = 0, runtime = 0;
   std::vector<int> arch; // per variant: SASS arch of its kernels on this device (0: none)
+  // Per variant: the thread-block clusters it holds at once on this device (cluster split-K
+  // variants with code here; else 0, and empty on a stand-in device: sms / splits is assumed).
+  std::vector<int> clusters;
   // Split-K workspaces come from this pool, which keeps up to 256 MiB mapped between calls;
   // the default pool hands freed memory back to the driver at every synchronization, so the
   // next call paid for a fresh mapping (bench/JOURNAL.md g12, g15, g27). Null: the default pool.

@@ -43,7 +43,9 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   out.alpha = p.alpha;
   out.beta = p.beta;
   out.out_type = int(p.out);
-  if (splits == 1) {
+  if (splits == 1 || v.cluster_split) {
+    // Unsplit, or split over a thread-block cluster that sums the tile itself (the launcher
+    // sets the kernel's split count to the cluster's size; `chunk` is each block's K range).
     CUFUSE_CUDA_CHECK_MSG(run(out, epi, p.a.trans, p.b.trans, grid, sms, stream),
                           "preparing the launch of GEMM variant " + v.name);
     CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "launching GEMM variant " + v.name);

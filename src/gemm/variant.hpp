@@ -19,20 +19,23 @@ enum class family : std::uint8_t { simt, mma, wgmma };
 struct variant {
   std::string name;
   family fam = family::simt;
-  dtype ab = dtype::f32; // element type of A and B
-  bool tf32 = false;     // float inputs, TF32 tensor-core math
-  int min_arch = 70;     // compute capability x 10 its kernels need (90 = sm_90a)
-  int align = 1;         // elements: A/B pointers, leading dimensions and batch strides
-  int splits = 1;        // split-K factor (1: none)
-  int layouts = 0xF;     // bit (2 * trans_a + trans_b): the transposes it accepts
-  bool pingpong = false; // wgmma: consumer warpgroups take whole tiles in turn
-  bool tma = false;      // operands loaded by TMA (sm_90a): batch strides must not overlap
-  int packs = -1;        // >= 0: variant `packs` (a registry index) run on copies of the A/B
-                         // operands it cannot read in place, repacked to 16-byte aligned rows
-                         // (src/gemm/pack.cu); such a variant accepts any alignment
+  dtype ab = dtype::f32;      // element type of A and B
+  bool tf32 = false;          // float inputs, TF32 tensor-core math
+  int min_arch = 70;          // compute capability x 10 its kernels need (90 = sm_90a)
+  int align = 1;              // elements: A/B pointers, leading dimensions and batch strides
+  int splits = 1;             // split-K factor (1: none)
+  bool cluster_split = false; // the splits of a tile run as one thread-block cluster and are
+                              // summed in it (wgmma): no workspace
+  int layouts = 0xF;          // bit (2 * trans_a + trans_b): the transposes it accepts
+  bool pingpong = false;      // wgmma: consumer warpgroups take whole tiles in turn
+  bool tma = false;           // operands loaded by TMA (sm_90a): batch strides must not overlap
+  int packs = -1;             // >= 0: variant `packs` (a registry index) run on copies of the A/B
+                              // operands it cannot read in place, repacked to 16-byte aligned rows
+                              // (src/gemm/pack.cu); such a variant accepts any alignment
   int bm = 0, bn = 0, bk = 0, threads = 0, smem = 0;
   launch_fn launch = nullptr; // the standard epilogue's kernels (orient.hpp)
   prepare_fn prepare = nullptr;
+  clusters_fn clusters = nullptr; // cluster_split: the clusters a device holds at once
 };
 
 /// Output tiles of a bm x bn variant on an m x n problem in the orientation the variant runs it.

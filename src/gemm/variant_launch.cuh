@@ -36,6 +36,10 @@ variant make_variant() {
     v.min_arch = 90;
     v.align = Cfg::chunk;
     v.pingpong = Cfg::pingpong;
+    v.cluster_split = Cfg::cluster_k;
+    if constexpr (Cfg::cluster_k) {
+      v.clusters = &resident_clusters<Cfg, Epi>;
+    }
     v.tf32 = Cfg::tf32;
     v.tma = true;
     if constexpr (Cfg::tf32) {

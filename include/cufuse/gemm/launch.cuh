@@ -41,8 +41,18 @@ struct is_simt<simt_config<T, A, B, C, D, E, F, G, H, I, J>> : std::true_type {}
 
 template <class>
 struct is_wgmma : std::false_type {};
-template <class T, int A, int B, int C, int D, bool E, int F>
-struct is_wgmma<wgmma_config<T, A, B, C, D, E, F>> : std::true_type {};
+template <class T, int A, int B, int C, int D, bool E, int F, bool G>
+struct is_wgmma<wgmma_config<T, A, B, C, D, E, F, G>> : std::true_type {};
+
+/// Whether `Cfg` is a wgmma configuration whose splits run as a thread-block cluster.
+template <class Cfg>
+constexpr bool cluster_split() {
+  if constexpr (is_wgmma<Cfg>::value) {
+    return Cfg::cluster_k;
+  } else {
+    return false;
+  }
+}
 
 /// Host: encodes the TMA descriptor of an operand stored row-major as `outer` rows of
 /// `inner` elements (leading dimension `ld`), `batch` of them `batch_stride` apart (0: one
@@ -86,7 +96,7 @@ std::string variant_name() {
         std::to_string(Cfg::stages) + (Cfg::tma ? "_tma" : "") + (Cfg::elem ? "_v1" : "");
   }
   if (Cfg::splits > 1) {
-    s += "_split" + std::to_string(Cfg::splits);
+    s += (cluster_split<Cfg>() ? "_csplit" : "_split") + std::to_string(Cfg::splits);
   }
   return s;
 }
@@ -183,6 +193,33 @@ bool tma_store_ok(const gemm_args& args, bool swapped, unsigned batches) {
          (!batched_c || (args.stride_c * out_size) % 16 == 0);
 }
 
+/// The launch configuration of a cluster split-K configuration's kernel (clusters of
+/// Cfg::splits blocks along x; `attr` holds the attribute); the caller sets the grid and stream.
+template <class Cfg>
+cudaLaunchConfig_t cluster_launch(cudaLaunchAttribute (&attr)[1]) {
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = Cfg::splits;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned(Cfg::splits) * 64u);
+  cfg.blockDim = dim3(Cfg::threads);
+  cfg.dynamicSmemBytes = Cfg::smem_bytes;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+/// How many clusters of `Cfg`'s kernel (epilogue `Epi`) the current device holds at once (its
+/// shared memory opted in first: prepare_variant). An H100 holds 66 clusters of two 64x128 blocks
+/// and 30 of four (not 33: its GPCs' SM counts).
+template <class Cfg, class Epi>
+cudaError_t resident_clusters(int* out) {
+  cudaLaunchAttribute attr[1];
+  const cudaLaunchConfig_t cfg = cluster_launch<Cfg>(attr);
+  return cudaOccupancyMaxActiveClusters(out, kernel_of<Cfg, false, false, Epi>(), &cfg);
+}
+
 /// sm_90a wgmma: TMA loads, persistent blocks (each walks tiles blockIdx.x, + gridDim.x, ...
 /// over every batch). A K-major operand is one box of BK elements (128 bytes) x tile rows; an
 /// M/N-major one, boxes of BK M/N-elements (128 bytes) x BK K-rows (mainloop/wgmma.cuh).
@@ -194,7 +231,7 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
   // grid.z: batches x splits; the split-K tiles store partial sums directly (C is written by
   // the last split of each tile, splitk_finish).
   const unsigned batches = unsigned(args.batch);
-  const bool split = Cfg::splits > 1 && args.ws != nullptr;
+  const bool split = Cfg::splits > 1 && !Cfg::cluster_k && args.ws != nullptr;
   args.epi_tma = !split && tma_store_ok<Cfg>(args, swapped, batches);
   const std::int64_t out_size = dtype_size(static_cast<dtype>(args.out_type));
   thread_local tma_maps maps;
@@ -230,12 +267,23 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
   if (e != cudaSuccess) {
     return e;
   }
-  const unsigned resident = unsigned(std::max(sms, 1) * Cfg::min_blocks);
-  const unsigned blocks =
-      persistent_tiles<Cfg::BM, Cfg::BN>::grid(args.m, args.n, grid.z, resident);
-  kernel<<<dim3(blocks), dim3(Cfg::threads), Cfg::smem_bytes, stream>>>(maps.a, maps.b, maps.c,
-                                                                        args, epi);
-  return cudaSuccess;
+  if constexpr (Cfg::cluster_k) {
+    // A cluster of Cfg::splits blocks per output tile (the kernel's cluster_reduce relies on
+    // one tile per cluster); those the device cannot hold at once run as they free up.
+    args.splits = Cfg::splits; // cluster_tiles: plane = batch * S + rank; k_chunk: host's plan
+    cudaLaunchAttribute attr[1];
+    cudaLaunchConfig_t cfg = cluster_launch<Cfg>(attr);
+    cfg.gridDim = dim3(cluster_tiles<Cfg::BM, Cfg::BN, Cfg::splits>::grid(args.m, args.n, batches));
+    cfg.stream = stream;
+    return cudaLaunchKernelEx(&cfg, kernel, maps.a, maps.b, maps.c, args, epi);
+  } else {
+    const unsigned resident = unsigned(std::max(sms, 1) * Cfg::min_blocks);
+    const unsigned blocks =
+        persistent_tiles<Cfg::BM, Cfg::BN>::grid(args.m, args.n, grid.z, resident);
+    kernel<<<dim3(blocks), dim3(Cfg::threads), Cfg::smem_bytes, stream>>>(maps.a, maps.b, maps.c,
+                                                                          args, epi);
+    return cudaSuccess;
+  }
 }
 
 /// sm_90a mma.sync whose stages TMA fills: M-major A in boxes of 32 M-rows x BK K-rows,

@@ -47,5 +47,8 @@ using launch_fn = cudaError_t (*)(const gemm_args&, const void* epi, bool ta, bo
 /// Per device: opts the kernels into their shared memory and reports the lowest SASS
 /// architecture they were compiled for on this device (0 when they have no code for it).
 using prepare_fn = cudaError_t (*)(int* binary_arch);
+/// Writes how many thread-block clusters of a cluster split-K variant's kernel the current
+/// device holds at once (after its prepare_fn).
+using clusters_fn = cudaError_t (*)(int* clusters);
 
 } // namespace cufuse::gemm_detail

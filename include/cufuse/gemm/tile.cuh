@@ -134,6 +134,37 @@ struct persistent_tiles {
   }
 };
 
+/// Split-K over thread-block clusters (the wgmma kernel's cluster split): the S blocks of a
+/// cluster (consecutive blockIdx.x, rank blockIdx.x % S) take the same output tile, rank r the K
+/// range of split r (plane batch * S + r, so p.splits must be S); cluster c takes item c (the
+/// tiles of every batch in order). The interface of persistent_tiles, for one item per cluster.
+template <int BM, int BN, int S>
+struct cluster_tiles {
+  int per_plane; // output tiles of one batch
+  int work;      // items: the tiles of all batches
+  int rank;      // this block's split
+
+  CUFUSE_DEVICE_FN explicit cluster_tiles(const gemm_args& p)
+      : per_plane(((p.m + BM - 1) / BM) * ((p.n + BN - 1) / BN)), work(per_plane * p.batch),
+        rank(static_cast<int>(blockIdx.x) % S) {}
+  CUFUSE_DEVICE_FN int first(int i) const {
+    return static_cast<int>(blockIdx.x) / S + i * static_cast<int>(gridDim.x / S);
+  }
+  CUFUSE_DEVICE_FN int next(int item, int step) const {
+    return item + step * static_cast<int>(gridDim.x / S);
+  }
+  CUFUSE_DEVICE_FN int plane_of(int item) const { return (item / per_plane) * S + rank; }
+  CUFUSE_DEVICE_FN int tile_of(int item, int) const { return item % per_plane; }
+  template <int AElem>
+  CUFUSE_DEVICE_FN block_work at(const gemm_args& p, int item, int plane) const {
+    return locate_tile<BM, BN, AElem, 2>(p, tile_of(item, plane), plane);
+  }
+  /// The grid (host): a cluster of S blocks per item.
+  static constexpr unsigned grid(std::int64_t m, std::int64_t n, unsigned batches) {
+    return tile_count<BM, BN>(m, n) * batches * unsigned(S);
+  }
+};
+
 /// Drives a cp.async main loop of `tiles` K tiles with an S-stage ring: tile(t, std::true_type)
 /// while the copies tile t issues (of tile t + S - 1) lie wholly inside the matrices (`interior_mn`
 /// block, `full` K tiles wholly inside), so they need no checks; tile(t, std::false_type) after.

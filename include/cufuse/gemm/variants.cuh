@@ -6,10 +6,11 @@
 /// Names are stable and carry the configuration, e.g. `sm80_bf16_mma_128x128x32_w2x2_s3`:
 /// minimum architecture, input type (tf32 = float inputs on tensor cores), family, block tile
 /// MxNxK, warps (mma) or thread tile (simt), pipeline stages, `_v1` when it accepts any
-/// alignment, `_splitN` for split-K. SIMT: `_vN` is the elements per global load, `_sN` a
-/// cp.async pipeline of N stages (sm80_, e.g. `sm80_f32_simt_128x128x32_t8x8_v4_s3`), `_rAB` the
-/// rows per warp of A's / B's transposing copies when not 4. To add a variant: add its
-/// configuration to a list here (docs/design.md, "Adding a GEMM variant").
+/// alignment, `_splitN` for split-K (`_csplitN`: over a thread-block cluster). SIMT: `_vN` is the
+/// elements per global load, `_sN` a cp.async pipeline of N stages (sm80_, e.g.
+/// `sm80_f32_simt_128x128x32_t8x8_v4_s3`), `_rAB` the rows per warp of A's / B's transposing copies
+/// when not 4. To add a variant: add its configuration to a list here (docs/design.md, "Adding a
+/// GEMM variant").
 #pragma once
 
 #include "kernels.cuh"
@@ -49,15 +50,17 @@ using mma = mma_config<T, S.bm, S.bn, S.bk, S.wm, S.wn, S.stages, S.splits, S.tm
 
 /// wgmma (sm_90a): block tile bm x bn (bk: one 128-byte row of K), `stages` ring slots,
 /// `min_blocks` blocks per SM, `pingpong`: the consumer warpgroups take whole tiles in turn;
-/// `splits`: split-K (up to 4, cooperative tiles).
+/// `splits`: split-K (up to 4, cooperative tiles); `cluster`: the splits of a tile run as one
+/// thread-block cluster and are summed through distributed shared memory (no workspace).
 struct wgmma_tile {
   int bm, bn, stages;
   int min_blocks = 1;
   bool pingpong = false;
   int splits = 1;
+  bool cluster = false;
 };
 template <class T, wgmma_tile S>
-using wgmma = wgmma_config<T, S.bm, S.bn, S.stages, S.min_blocks, S.pingpong, S.splits>;
+using wgmma = wgmma_config<T, S.bm, S.bn, S.stages, S.min_blocks, S.pingpong, S.splits, S.cluster>;
 
 // ---- the standard set ------------------------------------------------------------------------
 
@@ -89,6 +92,18 @@ using simt_variants = variant_list<
     simt<float, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 4, .splits = 4}>,
     simt<float, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 4, .splits = 16}>,
     simt<float, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 1, .splits = 8}>,
+    // FP32 split-K for M <= 128 with a long K (N = K = 4096: 128-256 blocks); narrow tiles so
+    // that rows past M are not computed
+    simt<float, simt_tile{.bm = 16, .bn = 128, .bk = 32, .rm = 1, .rn = 1, .vec = 4, .splits = 8}>,
+    simt<float, simt_tile{.bm = 32, .bn = 128, .bk = 32, .rm = 1, .rn = 1, .vec = 4, .splits = 4}>,
+    simt<float, simt_tile{.bm = 32, .bn = 128, .bk = 32, .rm = 1, .rn = 1, .vec = 4, .splits = 8}>,
+    simt<float, simt_tile{.bm = 128, .bn = 128, .bk = 16, .rm = 2, .rn = 2, .vec = 4, .splits = 4}>,
+    simt<float,
+         simt_tile{
+             .bm = 128, .bn = 128, .bk = 32, .rm = 2, .rn = 2, .vec = 4, .splits = 4, .stages = 3}>,
+    simt<float,
+         simt_tile{
+             .bm = 64, .bn = 128, .bk = 32, .rm = 1, .rn = 2, .vec = 4, .splits = 4, .stages = 3}>,
     // FP16 / BF16 at any alignment (the tensor-core variants need 16-byte alignment)
     simt<__half, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 1}>,
     simt<__half, simt_tile{.bm = 128, .bn = 128, .bk = 8, .rm = 2, .rn = 2, .vec = 1}>,
@@ -161,13 +176,18 @@ using mma_tma_tf32_variants = variant_list<
 
 /// sm_90a (TMA + wgmma): compiled only into src/gemm/variants_wgmma*.cu, for
 /// -gencode arch=compute_90a. Cooperative 128x256 (large problems), 128x128, 64x128 (two
-/// blocks per SM); ping-pong 128x128 (each consumer warpgroup owns a tile).
+/// blocks per SM); ping-pong 128x128 (each consumer warpgroup owns a tile). For M <= 128:
+/// 64x128 split-K over clusters of 2 (N = 4096: 64 blocks stream B instead of 32; the workspace
+/// split-K tiles lost to the unsplit ones, bench/JOURNAL.md t5). Clusters of 3 (64x128, 128x128)
+/// ran 3-25% slower than those of 2 on every small-M shape measured, clusters of 4 slower still
+/// (an H100 holds 30 clusters of four such blocks, N = 4096 needs 32; t8).
 template <class T>
-using wgmma16_variants =
-    variant_list<wgmma<T, wgmma_tile{.bm = 128, .bn = 256, .stages = 4}>,
-                 wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6}>,
-                 wgmma<T, wgmma_tile{.bm = 64, .bn = 128, .stages = 4, .min_blocks = 2}>,
-                 wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6, .pingpong = true}>>;
+using wgmma16_variants = variant_list<
+    wgmma<T, wgmma_tile{.bm = 128, .bn = 256, .stages = 4}>,
+    wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6}>,
+    wgmma<T, wgmma_tile{.bm = 64, .bn = 128, .stages = 4, .min_blocks = 2}>,
+    wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6, .pingpong = true}>,
+    wgmma<T, wgmma_tile{.bm = 64, .bn = 128, .stages = 6, .splits = 2, .cluster = true}>>;
 
 /// TF32 on sm_90a: float inputs, layouts NN, NT and TT (see `layouts`); TN uses mma.sync.
 /// Split-K 4 on 128x128: the fastest variant at M = 16, 32 with N = K = 8192 (H100; the 16-bit

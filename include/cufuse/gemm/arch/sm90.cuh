@@ -250,6 +250,37 @@ CUFUSE_DEVICE_FN void st_shared_f32x2(unsigned addr, float x, float y) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(x), "f"(y) : "memory");
 }
 
+// ---- thread-block clusters (distributed shared memory) ----------------------------------------
+
+/// The address in the shared memory of cluster block `rank` of the variable this block has at
+/// shared address `addr` (for the `.shared::cluster` operations below).
+CUFUSE_DEVICE_FN unsigned cluster_map(unsigned addr, unsigned rank) {
+  unsigned out = 0;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(addr), "r"(rank));
+  return out;
+}
+/// The cluster barrier for threads that may be diverged or whose warp-mates exited: arrive
+/// (release), then wait (acquire) for every non-exited thread of the cluster.
+CUFUSE_DEVICE_FN void cluster_barrier() {
+  asm volatile("barrier.cluster.arrive.release;\n"
+               "barrier.cluster.wait.acquire;\n" ::
+                   : "memory");
+}
+CUFUSE_DEVICE_FN void st_shared_f32x4(unsigned addr, float x, float y, float z, float w) {
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "f"(x), "f"(y), "f"(z),
+               "f"(w)
+               : "memory");
+}
+/// 16 bytes from the shared memory of a block of the cluster (a cluster_map address).
+CUFUSE_DEVICE_FN float4 ld_cluster_f32x4(unsigned cluster_addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(cluster_addr)
+               : "memory");
+  return v;
+}
+
 // ---- whether the code has the sm_90a features ------------------------------------------------
 
 /// Writes whether this translation unit's code for the current device has the sm_90a features

@@ -4,7 +4,8 @@
 /// consumers' stores through the epilogue interface, via shared memory and TMA or direct
 /// (epilogue/wgmma_store.cuh); persistent blocks that walk the tiles of every batch
 /// (`persistent_tiles`, tile.cuh), and under split-K each K range of each tile (the partial tiles
-/// go to the fp32 workspace, the last split of a tile sums them: epilogue/split_k.cuh). The TF32
+/// go to the fp32 workspace, the last split of a tile sums them: epilogue/split_k.cuh), or under
+/// cluster split-K each tile by the blocks of a cluster (`cluster_reduce`). The TF32
 /// mma.sync kernel whose stages a producer warpgroup fills by TMA is kernel/mma_tma.cuh. Compiled
 /// only for sm_90a (src/CMakeLists.txt).
 #pragma once
@@ -13,7 +14,57 @@
 #include "../epilogue/wgmma_store.cuh"
 #include "../mainloop/wgmma.cuh"
 
+#include <type_traits>
+
 namespace cufuse::gemm_detail {
+
+/// Cluster split-K, after the tile's main loop (a cluster takes exactly one tile: the launch
+/// makes one cluster per tile, so the producer thread never waits here with loads of a next
+/// tile still to issue): every block but block 0 (rank 0) puts its partial accumulators in its
+/// shared memory; after a cluster barrier block 0 adds them to its own in rank order (the same
+/// sum whichever block finishes first); after a second one the others may exit (their shared
+/// memory was read). Returns whether this thread holds the tile's sum (block 0). Run by the
+/// consumer threads (`ct` 0 .. CT - 1); the producer thread joins the two barriers after its
+/// loads (`cluster_reduce_producer`).
+template <class Cfg, int MA, int NB>
+CUFUSE_DEVICE_FN bool cluster_reduce(const wgmma_smem<Cfg>& sm, float (&acc2)[MA][NB], int rank,
+                                     int ct) {
+  constexpr int CT = 128 * Cfg::consumers, N = MA * NB;
+  static_assert(N % 4 == 0 && N * CT == Cfg::partial_floats, "cufuse: partial tile layout");
+  const auto acc = [&](int e) -> float& { return acc2[e / NB][e % NB]; };
+  const unsigned mine = sm.partial() + unsigned(ct) * 16u;
+  if (rank != 0) {
+    CUFUSE_UNROLL
+    for (int j = 0; j < N / 4; ++j) {
+      st_shared_f32x4(mine + unsigned(j * CT) * 16u, acc(4 * j), acc(4 * j + 1), acc(4 * j + 2),
+                      acc(4 * j + 3));
+    }
+  }
+  cluster_barrier(); // every block's partial is in its shared memory
+  if (rank == 0) {
+    CUFUSE_UNROLL
+    for (int r = 1; r < Cfg::splits; ++r) {
+      const unsigned theirs = cluster_map(mine, unsigned(r));
+      CUFUSE_UNROLL
+      for (int j = 0; j < N / 4; ++j) {
+        const float4 v = ld_cluster_f32x4(theirs + unsigned(j * CT) * 16u);
+        acc(4 * j) += v.x;
+        acc(4 * j + 1) += v.y;
+        acc(4 * j + 2) += v.z;
+        acc(4 * j + 3) += v.w;
+      }
+    }
+  }
+  cluster_barrier(); // block 0 has read them
+  return rank == 0;
+}
+
+/// The producer thread's part of cluster_reduce, after its loads (the other producer threads
+/// have exited, which releases them from cluster barriers).
+CUFUSE_DEVICE_FN void cluster_reduce_producer() {
+  cluster_barrier();
+  cluster_barrier();
+}
 
 /// C = epilogue(op(A) op(B)) (the standard epilogue: alpha * op(A) op(B) + beta * C). TA: A is
 /// stored K x M (M-major); TB: B is stored N x K (K-major). `map_a` / `map_b` describe A and B
@@ -34,7 +85,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   extern __shared__ unsigned char wgmma_smem_raw[];
   const auto sm = wgmma_smem<Cfg>::at(wgmma_smem_raw);
   const int tid = static_cast<int>(threadIdx.x);
-  const persistent_tiles<Cfg::BM, Cfg::BN> sched(p);
+  using sched_t = std::conditional_t<Cfg::cluster_k, cluster_tiles<Cfg::BM, Cfg::BN, Cfg::splits>,
+                                     persistent_tiles<Cfg::BM, Cfg::BN>>;
+  const sched_t sched(p);
   sm.init_barriers(tid);
 
   if (tid < 128) {
@@ -44,6 +97,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     }
     if (tid == 0) {
       wgmma_produce<Cfg, a_mn, b_mn>(sm, &map_a, &map_b, p, sched);
+      if constexpr (Cfg::cluster_k) {
+        cluster_reduce_producer();
+      }
     }
     return;
   }
@@ -63,7 +119,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   // Split-K: each work item is one K range of a tile, written to the workspace as a partial
   // tile (`q`: the workspace as C); the last split of the tile sums the partials, applies the
   // epilogue and writes C (splitk_finish, over the consumer threads: the producer has left).
-  const bool split = Cfg::splits > 1 && p.ws != nullptr;
+  const bool split = Cfg::splits > 1 && !Cfg::cluster_k && p.ws != nullptr;
   const gemm_args q = split ? split_partial_args(p, SwapC ? p.m : p.n) : p;
   int i = PP ? cw : 0; // the block's item counter
   int it = 0;          // K tiles consumed (ring slot and phase)
@@ -73,7 +129,13 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     const int ktiles = w.k_tiles<Cfg::BK>();
     const int bc = p.stride_c != 0 ? w.batch : 0;
     const Epi eb = epi.at_batch(w.batch);
-    tma_out.prefetch_c(w, bc);
+    if constexpr (Cfg::cluster_k) {
+      if (sched.rank == 0) { // the other blocks of the cluster store nothing
+        tma_out.prefetch_c(w, bc);
+      }
+    } else {
+      tma_out.prefetch_c(w, bc);
+    }
     if constexpr (PP) {
       it = i * ktiles;
       if (i > 0) {
@@ -88,7 +150,12 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
       }
     }
     ml.drain(ktiles, it);
-    if constexpr (Cfg::splits > 1) {
+    if constexpr (Cfg::cluster_k) {
+      if (!cluster_reduce<Cfg>(sm, acc, sched.rank, tid - 128)) {
+        continue;
+      }
+    }
+    if constexpr (Cfg::splits > 1 && !Cfg::cluster_k) {
       if (split) {
         const block_work wq = sched.template at<int(sizeof(typename Cfg::element))>(q, item, plane);
         wgmma_store_direct<Cfg, mainloop::RS, SwapC, float>(acc, q, wq, ml.th, identity_epilogue{});

@@ -37,8 +37,11 @@ namespace cufuse::gemm_detail {
 ///    warpgroup's epilogue runs while the other keeps the tensor cores busy.
 /// `Splits_` > 1: split-K; the work items are (tile, K range), each split writes its partial
 /// tile to the fp32 workspace and the last of a tile's splits finishes it (kernel/wgmma.cuh).
+/// `ClusterK_`: split-K over a thread-block cluster of `Splits_` blocks instead, one cluster per
+/// tile, each block a K range; the others' partial tiles reach block 0 through distributed
+/// shared memory, and block 0 stores the sum as an unsplit tile does (no workspace, one launch).
 template <class T, int BM_, int BN_, int Stages_, int MinBlocks_ = 1, bool PingPong_ = false,
-          int Splits_ = 1>
+          int Splits_ = 1, bool ClusterK_ = false>
 struct wgmma_config {
   using element = T;
   /// One 128-byte swizzled row of K per tile row: 64 16-bit elements or 32 TF32 ones.
@@ -46,6 +49,7 @@ struct wgmma_config {
   static constexpr int min_blocks = MinBlocks_;
   static constexpr bool pingpong = PingPong_;
   static constexpr int splits = Splits_;
+  static constexpr bool cluster_k = ClusterK_;
   static constexpr int consumers = (BM == 64 && !pingpong) ? 1 : 2;
   static constexpr int WG = consumers;
   static constexpr int m_atoms = pingpong ? BM / 64 : BM / consumers / 64; // m64 MMAs per K step
@@ -65,6 +69,9 @@ struct wgmma_config {
   static constexpr int epi_buf_bytes = 8192;
   static constexpr int epi_bufs = MinBlocks_ == 1 ? 2 : 1;
   static constexpr int epi_bytes = consumers * epi_bufs * epi_buf_bytes;
+  /// Cluster split-K: a block's partial tile, as its consumer threads hold it (float4 j of
+  /// thread t at j * consumer threads + t, so that each access is one contiguous warp access).
+  static constexpr int partial_floats = cluster_k ? 128 * consumers * m_atoms * BN / 2 : 4;
 
   /// The block's shared memory, placed on a 1024-byte boundary (swizzle atoms start there; every
   /// part before the barriers is a multiple of 1024 bytes): the ring of A and B tiles, the
@@ -77,6 +84,7 @@ struct wgmma_config {
     };
     stage ring[stages];
     unsigned char epi[consumers][epi_bufs][epi_buf_bytes];
+    float partial[partial_floats];
     std::uint64_t full[stages];
     std::uint64_t empty[stages];
     std::uint64_t c_loaded[consumers][epi_bufs];
@@ -93,6 +101,7 @@ struct wgmma_config {
   static_assert(splits == 1 || (!pingpong && splits <= 4),
                 "cufuse: wgmma split-K tiles are cooperative, with at most 4 splits (finished in "
                 "the kernel)");
+  static_assert(!cluster_k || splits >= 2, "cufuse: a cluster split-K tile has 2 to 4 splits");
   static_assert(smem_bytes <= 227 * 1024,
                 "cufuse: wgmma tile ring exceeds 227 KiB of shared memory");
   static_assert(min_blocks * (smem_bytes + 1024) <= 228 * 1024,
@@ -126,6 +135,7 @@ struct wgmma_smem {
   CUFUSE_DEVICE_FN unsigned empty(int s) const {
     return bars() + unsigned(offsetof(storage, empty) - offsetof(storage, full)) + 8u * unsigned(s);
   }
+  CUFUSE_DEVICE_FN unsigned partial() const { return base + unsigned(offsetof(storage, partial)); }
   /// Buffer `b` of all the consumers' buffers (warpgroup cw's are cw * epi_bufs ...).
   CUFUSE_DEVICE_FN unsigned c_loaded(int b) const {
     return bars() + unsigned(offsetof(storage, c_loaded) - offsetof(storage, full)) +
@@ -196,13 +206,13 @@ struct wgmma_thread {
 };
 
 /// The producer: one thread walks the block's work items (`sched`: tiles, and K ranges under
-/// split-K) and loads each one's K tiles into the ring. `AMn` / `BMn`: the operand is stored M- /
-/// N-major (boxes of 128 bytes of M/N x BK K-rows); `map_a` / `map_b` describe A and B as stored
-/// (3-D: inner, outer, batch).
-template <class Cfg, bool AMn, bool BMn>
+/// split-K; persistent_tiles or cluster_tiles) and loads each one's K tiles into the ring. `AMn` /
+/// `BMn`: the operand is stored M- / N-major (boxes of 128 bytes of M/N x BK K-rows); `map_a` /
+/// `map_b` describe A and B as stored (3-D: inner, outer, batch).
+template <class Cfg, bool AMn, bool BMn, class Sched>
 CUFUSE_DEVICE_FN void wgmma_produce(const wgmma_smem<Cfg>& sm, const CUtensorMap* map_a,
                                     const CUtensorMap* map_b, const gemm_args& p,
-                                    const persistent_tiles<Cfg::BM, Cfg::BN>& sched) {
+                                    const Sched& sched) {
   constexpr int BK = Cfg::BK, S = Cfg::stages;
   constexpr int mn_box = BK, mn_box_bytes = BK * 128;
   int it = 0;
