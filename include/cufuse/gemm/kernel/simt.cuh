@@ -364,12 +364,13 @@ struct simt_copier {
 /// FP32 SIMT with a `Cfg::stages`-deep cp.async pipeline (sm_80+): tiles go straight from
 /// global to shared memory, one barrier per K tile; interior tiles copy without checks.
 /// Operands contiguous along K are transposed by 4-byte copies, the others copied 16 bytes at a
-/// time; both land as [BK][MN + 4] for simt_tile_fma.
+/// time; both land as [BK][MN + 4] for simt_tile_fma. Split-K as simt_gemm_kernel's.
 template <class Cfg, bool TA, bool TB, class Epi>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
-    simt_async_gemm_kernel(gemm_args p, const Epi epi) {
+    simt_async_gemm_kernel(gemm_args p_in, const Epi epi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  static_assert(Cfg::splits == 1, "cufuse: the cp.async SIMT kernel has no split-K form");
+  const gemm_args p =
+      Cfg::splits > 1 && p_in.ws != nullptr ? split_partial_args(p_in, p_in.n) : p_in;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
   using copier_a = simt_copier<BM, BK, Cfg::threads,
                                TA ? simt_copy::along_mn : simt_copy::transpose4, Cfg::krows_a>;
@@ -460,8 +461,13 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   };
   run_k_tiles<S>(w.m0 + BM <= p.m && w.n0 + BN <= p.n, (w.k_end - w.k_begin) / BK, tiles, tile);
   cp_async_wait<0>();
-  simt_store<Cfg>(p, p, w, tx, ty, acc, epi);
+  simt_store<Cfg>(p, p_in, w, tx, ty, acc, epi);
+  if constexpr (Cfg::splits > 1) {
+    splitk_fixup<BM, BN, Cfg::threads>(p_in, w.m0, w.n0, epi);
+  }
 #else
+  (void)p_in;
+  (void)epi;
   __trap(); // never launched: the host checks the kernel's binary architecture first
 #endif
 }
