@@ -48,6 +48,30 @@ bool c_tma_storable(const problem& p) {
          (p.batch <= 1 || p.stride_c != 0 || p.beta == 0.0f);
 }
 
+/// Cluster split-K (wgmma, M <= 128 in mind): waves of clusters over the clusters the device
+/// holds, each wave its blocks' K ranges at the wgmma rate plus 8 us (fill, the exchange,
+/// block 0's store: 64x128 in clusters of 2 took 21.7 us at 16x4096x4096, 22.7 us at
+/// 128x4096x4096 and 34 us in two waves at 256x4096x4096, H100; bench/JOURNAL.md t8), and no
+/// less than streaming A and B at 2.6 TB/s, B once per row of tiles unless one wave holds every
+/// row of a column of tiles (they then share it in L2).
+double cluster_seconds(int vi, const problem& p, const device_state& d, int chunk) {
+  const variant& v = registry()[vi];
+  const std::int64_t tm = ceil_div(p.m, v.bm), tn = ceil_div(p.n, v.bn);
+  const double items = double(tm * tn * p.batch);
+  const int held = vi < int(d.clusters.size()) && d.clusters[vi] > 0
+                       ? d.clusters[vi]
+                       : std::max(1, d.sms / std::max(v.splits, 1));
+  const double waves = std::ceil(items / held);
+  const double k_work = double(ceil_div(std::max<std::int64_t>(chunk, 1), v.bk) * v.bk);
+  const double intensity = std::min(1.0, (double(v.bm) * v.bn / (v.bm + v.bn)) / 64.0);
+  const double t_math =
+      waves * (2.0 * v.bm * v.bn * k_work / (rate_of(v).flops_per_second * intensity) + 8e-6);
+  const double b_reads = waves > 1 ? double(tm) : 1.0;
+  const double bytes =
+      (double(p.m) * p.k + double(p.k) * p.n * b_reads) * double(dtype_size(p.ab)) * p.batch;
+  return std::max(t_math, bytes / 2.6e12);
+}
+
 } // namespace
 
 /// A rough time model: waves of blocks over the SMs, each block's work divided by a per-SM rate
@@ -62,6 +86,9 @@ double predicted_seconds(int vi, const problem& p, const device_state& d) {
            4e-6;
   }
   const auto [splits, chunk] = split_plan(v, p);
+  if (v.cluster_split) {
+    return cluster_seconds(vi, p, d, chunk);
+  }
   const double tiles = double(ceil_div(p.m, v.bm) * ceil_div(p.n, v.bn)) * p.batch * splits;
   const int per_sm = std::max(1, std::min({d.smem_per_sm / std::max(v.smem, 1), 2048 / v.threads,
                                            v.fam == family::simt ? 2 : 2}));
@@ -85,6 +112,12 @@ double predicted_seconds(int vi, const problem& p, const device_state& d) {
   if (splits > 1) {
     t += double(p.m) * p.n * p.batch * (splits + 2) * 4 / 2.5e12 + 3e-6;
   }
+  if (splits > 1 && v.fam == family::mma) {
+    // The mma.sync split-K tiles (a workspace, its counters cleared by a memset, the last
+    // split's sum) ran 2-3.5x slower than this model at M <= 128, N = K = 4096 / 8192 (H100,
+    // bench/results/small_m_h100.md): rated down as the wgmma ones below.
+    t *= 2.0;
+  }
   if (v.fam == family::wgmma) {
     // Persistent TMA kernels, calibrated on H200 measurements (bench/results/gemm.json):
     // ping-pong hides the epilogue but pays a serialized start, so it wins only with several
@@ -103,6 +136,13 @@ double predicted_seconds(int vi, const problem& p, const device_state& d) {
       const double rate = v.pingpong || v.bm * v.bn > 128 * 128 ? 0.4e12 : 1.5e12;
       t += double(p.m) * p.n * p.batch * dtype_size(p.out) / rate;
     }
+    // Few tiles (M <= 128 with N, K in the thousands): the blocks stream their operands at
+    // about 27 GB/s each, which bounds such problems before the MMAs do (the unsplit 128x128
+    // tile took 75 us at 16x8192x8192 on 64 blocks, H100; bench/JOURNAL.md t8). A and B once
+    // each (their rows of tiles share them in L2), at most 2.6 TB/s.
+    const double blocks = std::min(tiles, double(d.sms));
+    const double bytes = (double(p.m) * p.k + double(p.k) * p.n) * dtype_size(p.ab) * p.batch;
+    t = std::max(t, bytes / std::min(2.6e12, blocks * 27e9));
     if (splits > 1) {
       // Split-K on the persistent tiles ran 1.0-1.9x slower than the model says (M <= 128,
       // N = K = 4096 / 8192, H100; bench/JOURNAL.md t5): the model would pick it for every
