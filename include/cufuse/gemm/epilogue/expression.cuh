@@ -265,10 +265,10 @@ namespace gemm_detail {
 
 /// The configurations an expression epilogue instantiates, per input type: those that win the
 /// plain GEMM (bench/results), so that a file's compile time stays bounded. bf16 / fp16: the four
-/// wgmma tiles (sm_90a), mma.sync 128x128 and its 4-way split-K (small outputs, long K, and
-/// pre-Hopper GPUs), SIMT at any alignment. fp32: SIMT (fp32 math; cp.async, any alignment,
-/// 4-way split-K) and TF32: the four wgmma tiles (NN, NT, TT), mma.sync 128x128 (TN) and its
-/// 4-way split-K.
+/// wgmma tiles (sm_90a) and 64x128 split over clusters of two (M <= 128), mma.sync 128x128 and
+/// its 4-way split-K (small outputs, long K, and pre-Hopper GPUs), SIMT at any alignment. fp32:
+/// SIMT (fp32 math; cp.async, any alignment, 4-way split-K) and TF32: the four wgmma tiles (NN, NT,
+/// TT), mma.sync 128x128 (TN) and its 4-way split-K.
 template <class T>
 struct fused_configs {
   using type = variant_list<
@@ -276,6 +276,7 @@ struct fused_configs {
       wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6}>,
       wgmma<T, wgmma_tile{.bm = 64, .bn = 128, .stages = 4, .min_blocks = 2}>,
       wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6, .pingpong = true}>,
+      wgmma<T, wgmma_tile{.bm = 64, .bn = 128, .stages = 6, .splits = 2, .cluster = true}>,
       mma<T, mma_tile{.bm = 128, .bn = 128, .bk = 64, .wm = 2, .wn = 2, .stages = 3}>,
       mma<T, mma_tile{.bm = 64, .bn = 64, .bk = 32, .wm = 2, .wn = 2, .stages = 4, .splits = 4}>,
       simt<T, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 1}>>;
