@@ -428,6 +428,32 @@ TEST_CASE("gemm_batched: strided batches, every layout", "[gemm][api]") {
                                  data_kind::reals, o, rng, 3);
       }
     }
+    // Split-K over thread-block clusters: each tile of every batch summed by its cluster's
+    // block 0 through distributed shared memory, TMA and direct epilogues. The cluster tile runs
+    // wherever sm_90a does.
+    int clustered = 0;
+    bool sm90a = false;
+    for (const auto& v : variants_for<__nv_bfloat16, float>({129, 200, 700}, l, {})) {
+      sm90a = sm90a || v.find("sm90a_") != std::string::npos;
+      if (v.find("_csplit") == std::string::npos) {
+        continue;
+      }
+      INFO(v);
+      cufuse::gemm_options o;
+      o.variant = v;
+      check_gemm<__nv_bfloat16, float>({129, 200, 700}, {l.ta, l.tb, 0, true}, {1.0f, -0.5f},
+                                       data_kind::integers, o, rng, 3);
+      check_gemm<__nv_bfloat16, __nv_bfloat16>({129, 200, 700}, l, {2.0f, 0.5f},
+                                               data_kind::integers, o, rng, 3);
+      // 120 tiles: more clusters than the device holds at once (66 on an H100), so clusters
+      // start on SMs that others just left. Exact on integer data.
+      if (tr == 0) {
+        check_gemm<__nv_bfloat16, float>({300, 900, 520}, l, {1.0f, 0.0f}, data_kind::integers, o,
+                                         rng, 3);
+      }
+      ++clustered;
+    }
+    CHECK(clustered == (sm90a ? 1 : 0));
     cufuse::gemm_options split;
     split.variant = "sm80_f16_mma_64x64x32_w2x2_s4_split4";
     check_gemm<__half, __half>({70, 66, 700}, l, {2.0f, 1.0f}, data_kind::reals, split, rng, 4);
