@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
-#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|epilogue|conv|anyshape|online|all]      (from the repository root)
+#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|epilogue|conv|anyshape|smallm|online|all]      (from the repository root)
 # Environment: NO_SANITIZE, NO_BENCH, NO_TORCH skip parts of the reduce mode; CTEST_ARGS.
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
@@ -153,6 +153,49 @@ if [ "$what" = anyshape ]; then
     step "any-shape GEMM benchmark (cuBLAS in the same run)"
     build-gpu/bench/cufuse_bench_any_shape --out "$OUT/any_shape.json" ${ANYSHAPE_ARGS:-} 2>"$OUT/logs/any_shape_progress.log" | tee "$OUT/any_shape.log"
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  fi
+fi
+
+if [ "$what" = smallm ]; then
+  # GEMM with M <= 128 (issue: GEMM at any shape): the GEMM tests (every variant, the cluster
+  # split-K tiles batched), memcheck / racecheck on the batched cases, then cufuse-tune
+  # --exhaustive on M = 16..128 x N = K = 4096 / 8192, bf16 and fp32, with cuBLAS and the
+  # static heuristic's pick in the same run (bench/small_m_report.py). BUILD_ONLY, NO_TESTS,
+  # NO_SANITIZE as in anyshape; SMALLM_SHAPES / SMALLM_DTYPES override the problems,
+  # SMALLM_TESTS the GPU test filter; SMALLM_EPILOGUE=1 builds and runs the epilogue tests too.
+  step "build GEMM tests + cufuse-tune"
+  targets=(cufuse_gemm_gpu_tests cufuse_gemm_host_tests cufuse-tune)
+  [ -n "${SMALLM_EPILOGUE:-}" ] && targets+=(cufuse_gemm_epilogue_tests)
+  cmake --build build-gpu -j"$jobs" --target "${targets[@]}" \
+    >"$OUT/logs/build-smallm.log" 2>&1 || { tail -30 "$OUT/logs/build-smallm.log"; exit 1; }
+  [ -n "${BUILD_ONLY:-}" ] && exit 0
+  if [ -z "${NO_TESTS:-}" ]; then
+    step "GEMM tests"
+    build-gpu/test/cufuse_gemm_host_tests 2>&1 | tail -2 | tee "$OUT/smallm_tests.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    build-gpu/test/cufuse_gemm_gpu_tests "${SMALLM_TESTS:-[gemm]~[large]~[online]}" 2>&1 | tail -15 | tee -a "$OUT/smallm_tests.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    if [ -n "${SMALLM_EPILOGUE:-}" ]; then
+      build-gpu/test/cufuse_gemm_epilogue_tests "[epilogue]" 2>&1 | tail -6 | tee -a "$OUT/smallm_tests.log"
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    fi
+  fi
+  if [ -z "${NO_SANITIZE:-}" ]; then
+    step "compute-sanitizer memcheck / racecheck (batched GEMM: the cluster split-K tiles)"
+    CUFUSE_GEMM_QUICK=1 timeout ${MEMCHECK_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 \
+      --print-limit 20 build-gpu/test/cufuse_gemm_gpu_tests "gemm_batched*" >"$OUT/logs/memcheck_smallm.log" 2>&1
+    rc=$?; echo "memcheck (batched) exit $rc"; tail -3 "$OUT/logs/memcheck_smallm.log"; [ $rc = 0 ] || status=1
+    CUFUSE_GEMM_QUICK=1 timeout ${RACECHECK_TIMEOUT:-200} compute-sanitizer --tool racecheck --error-exitcode 9 \
+      build-gpu/test/cufuse_gemm_gpu_tests "gemm_batched*" >"$OUT/logs/racecheck_smallm.log" 2>&1
+    rc=$?; echo "racecheck (batched) exit $rc"; tail -3 "$OUT/logs/racecheck_smallm.log"; [ $rc = 0 ] || status=1
+  fi
+  if [ -z "${NO_BENCH:-}" ]; then
+    step "small-M GEMM: cufuse-tune --exhaustive vs cuBLAS and the heuristic (same run)"
+    timeout ${SMALLM_TIMEOUT:-420} build-gpu/src/cufuse-tune --dtypes ${SMALLM_DTYPES:-bf16,f32} --trans NN \
+      --shapes ${SMALLM_SHAPES:-16x4096x4096,32x4096x4096,64x4096x4096,128x4096x4096,16x8192x8192,32x8192x8192,64x8192x8192,128x8192x8192,256x4096x4096,512x4096x4096} \
+      --exhaustive --file "$OUT/logs/smallm.db" --json "$OUT/small_m.json" 2>&1 | tee "$OUT/logs/smallm_tune.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    python3 bench/small_m_report.py "$OUT/small_m.json" | tee "$OUT/small_m.md"
   fi
 fi
 

@@ -14,6 +14,7 @@
 /// --conv N,H,W,C,K,R,S,stride,pad[,dilation] (repeated, or --conv-file with one per line)
 /// tunes conv2d's implicit-GEMM variants for those convolutions instead (NHWC / KRSC, the
 /// --dtypes given; a 1x1 convolution that runs as a GEMM tunes that GEMM; tune_conv.hpp).
+#include "../gemm/engine.hpp" // the static heuristic's pick, reported beside the tuned one
 #include "cublas_gemm.hpp"
 #include "tune_conv.hpp"
 #include "tune_epilogue.hpp"
@@ -671,6 +672,17 @@ int main(int argc, char** argv) {
               continue;
             }
           }
+          // What an untuned call runs (the static heuristic), for the report.
+          std::string heuristic_pick;
+          {
+            namespace gd = cufuse::gemm_detail;
+            const gd::device_state& d = gd::device_state_for(gd::current_device());
+            const cufuse::gemm_problem p0 = problem_of(0);
+            const int hv = gd::heuristic(p0, d, gd::valid_indices(p0, d));
+            if (hv >= 0) {
+              heuristic_pick = gd::registry()[hv].name;
+            }
+          }
           int rot = 0;
           auto time_one = [&](auto&& launch) {
             const int i = rot++ % sets;
@@ -753,6 +765,11 @@ int main(int argc, char** argv) {
             char b[160];
             std::snprintf(b, sizeof b, "%6.3f  %s", regret, arms[best].c_str());
             exh_text = b;
+            const auto h = std::find(arms.begin(), arms.end(), heuristic_pick);
+            if (h != arms.end()) {
+              extra << ", \"heuristic\": \"" << heuristic_pick
+                    << "\", \"heuristic_s\": " << median(samples[std::size_t(h - arms.begin())]);
+            }
             extra << ", \"exhaustive\": {\"best\": \"" << arms[best]
                   << "\", \"best_s\": " << median(samples[best])
                   << ", \"measurements\": " << arms.size() * opt.samples
