@@ -183,7 +183,7 @@ if [ "$what" = smallm ]; then
   if [ -z "${NO_SANITIZE:-}" ]; then
     step "compute-sanitizer memcheck / racecheck (batched GEMM: the cluster split-K tiles)"
     CUFUSE_GEMM_QUICK=1 timeout ${MEMCHECK_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 \
-      --print-limit 20 build-gpu/test/cufuse_gemm_gpu_tests "gemm_batched*" >"$OUT/logs/memcheck_smallm.log" 2>&1
+      --print-limit 20 build-gpu/test/cufuse_gemm_gpu_tests "${SMALLM_MEMCHECK:-gemm_batched*}" >"$OUT/logs/memcheck_smallm.log" 2>&1
     rc=$?; echo "memcheck (batched) exit $rc"; tail -3 "$OUT/logs/memcheck_smallm.log"; [ $rc = 0 ] || status=1
     CUFUSE_GEMM_QUICK=1 timeout ${RACECHECK_TIMEOUT:-200} compute-sanitizer --tool racecheck --error-exitcode 9 \
       build-gpu/test/cufuse_gemm_gpu_tests "gemm_batched*" >"$OUT/logs/racecheck_smallm.log" 2>&1

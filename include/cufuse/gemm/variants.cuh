@@ -104,6 +104,12 @@ using simt_variants = variant_list<
     simt<float,
          simt_tile{
              .bm = 64, .bn = 128, .bk = 32, .rm = 1, .rn = 2, .vec = 4, .splits = 4, .stages = 3}>,
+    simt<float,
+         simt_tile{
+             .bm = 64, .bn = 128, .bk = 32, .rm = 1, .rn = 2, .vec = 4, .splits = 8, .stages = 3}>,
+    simt<float,
+         simt_tile{
+             .bm = 128, .bn = 128, .bk = 32, .rm = 2, .rn = 2, .vec = 4, .splits = 8, .stages = 3}>,
     // FP16 / BF16 at any alignment (the tensor-core variants need 16-byte alignment)
     simt<__half, simt_tile{.bm = 64, .bn = 64, .bk = 16, .rm = 1, .rn = 1, .vec = 1}>,
     simt<__half, simt_tile{.bm = 128, .bn = 128, .bk = 8, .rm = 2, .rn = 2, .vec = 1}>,
