@@ -23,6 +23,18 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUFUSE_BUILD_BENCH
 
 step() { echo "== $1 ($(date +%T))"; }
 status=0
+# gemm_sanitize NAME MEMCHECK_FILTER RACECHECK_FILTER: memcheck and racecheck of the GEMM GPU
+# tests on the quick shapes (CUFUSE_GEMM_QUICK=1), logs in $OUT/logs/{memcheck,racecheck}_NAME.log.
+gemm_sanitize() {
+  local tool filter limit rc
+  for tool in memcheck racecheck; do
+    filter=$2 limit=${MEMCHECK_TIMEOUT:-200}
+    [ $tool = racecheck ] && filter=$3 limit=${RACECHECK_TIMEOUT:-200}
+    CUFUSE_GEMM_QUICK=1 timeout $limit compute-sanitizer --tool $tool --error-exitcode 9 \
+      --print-limit 20 build-gpu/test/cufuse_gemm_gpu_tests "$filter" >"$OUT/logs/${tool}_$1.log" 2>&1
+    rc=$?; echo "$tool ($1) exit $rc"; tail -3 "$OUT/logs/${tool}_$1.log"; [ $rc = 0 ] || status=1
+  done
+}
 
 if [ "$what" = test ] || [ "$what" = all ]; then
   step build
@@ -142,12 +154,7 @@ if [ "$what" = anyshape ]; then
   fi
   if [ -z "${NO_SANITIZE:-}" ]; then
     step "compute-sanitizer memcheck / racecheck (the any-alignment tiles and the packing variants)"
-    CUFUSE_GEMM_QUICK=1 timeout ${MEMCHECK_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 \
-      --print-limit 20 build-gpu/test/cufuse_gemm_gpu_tests "*any alignment*,*packing*" >"$OUT/logs/memcheck_anyshape.log" 2>&1
-    rc=$?; echo "memcheck (any alignment) exit $rc"; tail -3 "$OUT/logs/memcheck_anyshape.log"; [ $rc = 0 ] || status=1
-    CUFUSE_GEMM_QUICK=1 timeout ${RACECHECK_TIMEOUT:-200} compute-sanitizer --tool racecheck --error-exitcode 9 \
-      build-gpu/test/cufuse_gemm_gpu_tests "*any alignment*,*packing*" >"$OUT/logs/racecheck_anyshape.log" 2>&1
-    rc=$?; echo "racecheck (any alignment) exit $rc"; tail -3 "$OUT/logs/racecheck_anyshape.log"; [ $rc = 0 ] || status=1
+    gemm_sanitize anyshape "*any alignment*,*packing*" "*any alignment*,*packing*"
   fi
   if [ -z "${NO_BENCH:-}" ]; then
     step "any-shape GEMM benchmark (cuBLAS in the same run)"
@@ -181,13 +188,10 @@ if [ "$what" = smallm ]; then
     fi
   fi
   if [ -z "${NO_SANITIZE:-}" ]; then
-    step "compute-sanitizer memcheck / racecheck (batched GEMM: the cluster split-K tiles)"
-    CUFUSE_GEMM_QUICK=1 timeout ${MEMCHECK_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 \
-      --print-limit 20 build-gpu/test/cufuse_gemm_gpu_tests "${SMALLM_MEMCHECK:-gemm_batched*}" >"$OUT/logs/memcheck_smallm.log" 2>&1
-    rc=$?; echo "memcheck (batched) exit $rc"; tail -3 "$OUT/logs/memcheck_smallm.log"; [ $rc = 0 ] || status=1
-    CUFUSE_GEMM_QUICK=1 timeout ${RACECHECK_TIMEOUT:-200} compute-sanitizer --tool racecheck --error-exitcode 9 \
-      build-gpu/test/cufuse_gemm_gpu_tests "gemm_batched*" >"$OUT/logs/racecheck_smallm.log" 2>&1
-    rc=$?; echo "racecheck (batched) exit $rc"; tail -3 "$OUT/logs/racecheck_smallm.log"; [ $rc = 0 ] || status=1
+    # Batched GEMM runs the cluster split-K tiles; every fp32 SIMT variant the split-K ones.
+    # (Catch splits filters at commas, so no test name with a comma goes here.)
+    step "compute-sanitizer memcheck / racecheck (batched GEMM: the cluster split-K tiles; SIMT)"
+    gemm_sanitize smallm "${SMALLM_MEMCHECK:-gemm_batched*,*every fp32 SIMT variant*}" "gemm_batched*"
   fi
   if [ -z "${NO_BENCH:-}" ]; then
     step "small-M GEMM: cufuse-tune --exhaustive vs cuBLAS and the heuristic (same run)"
