@@ -23,6 +23,18 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUFUSE_BUILD_BENCH
 
 step() { echo "== $1 ($(date +%T))"; }
 status=0
+# gemm_tests LOG GPU_FILTER [epilogue]: the GEMM host tests, the GEMM GPU tests that match
+# GPU_FILTER and, given a third argument, the expression-epilogue tests; summaries in $OUT/LOG.
+gemm_tests() {
+  build-gpu/test/cufuse_gemm_host_tests 2>&1 | tail -2 | tee "$OUT/$1"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  build-gpu/test/cufuse_gemm_gpu_tests "$2" 2>&1 | tail -15 | tee -a "$OUT/$1"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  if [ -n "${3:-}" ]; then
+    build-gpu/test/cufuse_gemm_epilogue_tests "[epilogue]" 2>&1 | tail -6 | tee -a "$OUT/$1"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  fi
+}
 # gemm_sanitize NAME MEMCHECK_FILTER RACECHECK_FILTER: memcheck and racecheck of the GEMM GPU
 # tests on the quick shapes (CUFUSE_GEMM_QUICK=1), logs in $OUT/logs/{memcheck,racecheck}_NAME.log.
 gemm_sanitize() {
@@ -144,13 +156,7 @@ if [ "$what" = anyshape ]; then
   [ -n "${BUILD_ONLY:-}" ] && exit 0
   if [ -z "${NO_TESTS:-}" ]; then
     step "GEMM tests"
-    build-gpu/test/cufuse_gemm_host_tests "[gemm_layout]" 2>&1 | tail -2 | tee "$OUT/anyshape_tests.log"
-    build-gpu/test/cufuse_gemm_gpu_tests "[gemm]~[large]~[online]" 2>&1 | tail -15 | tee -a "$OUT/anyshape_tests.log"
-    [ "${PIPESTATUS[0]}" = 0 ] || status=1
-  fi
-  if [ -n "${ANYSHAPE_EPILOGUE:-}" ] && [ -z "${NO_TESTS:-}" ]; then
-    build-gpu/test/cufuse_gemm_epilogue_tests "[epilogue]" 2>&1 | tail -6 | tee -a "$OUT/anyshape_tests.log"
-    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    gemm_tests anyshape_tests.log "[gemm]~[large]~[online]" ${ANYSHAPE_EPILOGUE:-}
   fi
   if [ -z "${NO_SANITIZE:-}" ]; then
     step "compute-sanitizer memcheck / racecheck (the any-alignment tiles and the packing variants)"
@@ -178,14 +184,7 @@ if [ "$what" = smallm ]; then
   [ -n "${BUILD_ONLY:-}" ] && exit 0
   if [ -z "${NO_TESTS:-}" ]; then
     step "GEMM tests"
-    build-gpu/test/cufuse_gemm_host_tests 2>&1 | tail -2 | tee "$OUT/smallm_tests.log"
-    [ "${PIPESTATUS[0]}" = 0 ] || status=1
-    build-gpu/test/cufuse_gemm_gpu_tests "${SMALLM_TESTS:-[gemm]~[large]~[online]}" 2>&1 | tail -15 | tee -a "$OUT/smallm_tests.log"
-    [ "${PIPESTATUS[0]}" = 0 ] || status=1
-    if [ -n "${SMALLM_EPILOGUE:-}" ]; then
-      build-gpu/test/cufuse_gemm_epilogue_tests "[epilogue]" 2>&1 | tail -6 | tee -a "$OUT/smallm_tests.log"
-      [ "${PIPESTATUS[0]}" = 0 ] || status=1
-    fi
+    gemm_tests smallm_tests.log "${SMALLM_TESTS:-[gemm]~[large]~[online]}" ${SMALLM_EPILOGUE:-}
   fi
   if [ -z "${NO_SANITIZE:-}" ]; then
     # Batched GEMM runs the cluster split-K tiles; every fp32 SIMT variant the split-K ones.
