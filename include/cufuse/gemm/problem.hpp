@@ -28,10 +28,11 @@ struct gemm_options {
   /// Run exactly this variant (by its stable name), bypassing the tuner. Throws cufuse::error if
   /// the name is unknown or the variant cannot run this problem. Empty: the tuner decides.
   std::string variant;
-  /// At most this many SMs for the persistent variants (the sm_90a wgmma ones; 0: all), like
-  /// cuBLAS's SM count target: leaves the other SMs to kernels running concurrently on other
-  /// streams. The other variants launch one block per tile and ignore it. The tuner's timings
-  /// and choices are those of the whole GPU.
+  /// At most this many SMs for the persistent variants (the sm_90a wgmma ones but the cluster
+  /// split-K tile; 0: all), like cuBLAS's SM count target: leaves the other SMs to kernels
+  /// running concurrently on other streams. The other variants launch one block (the cluster
+  /// split-K tile: one cluster) per tile and ignore it. The tuner's timings and choices are those
+  /// of the whole GPU.
   int sm_count = 0;
 };
 
