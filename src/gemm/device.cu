@@ -32,11 +32,16 @@ const device_state& device_state_for(int ordinal) {
       if (v.smem <= static_cast<int>(prop.sharedMemPerBlockOptin)) {
         CUFUSE_CUDA_CHECK_MSG(v.prepare(&a), "preparing GEMM variant " + v.name);
       }
-      d->arch.push_back(a);
       int c = 0;
       if (a > 0 && v.clusters != nullptr) {
-        CUFUSE_CUDA_CHECK_MSG(v.clusters(&c), "asking the cluster occupancy of " + v.name);
+        // A device that cannot hold one of its clusters (or will not say) never runs it.
+        if (v.clusters(&c) != cudaSuccess || c < 1) {
+          (void)cudaGetLastError();
+          a = 0;
+          c = 0;
+        }
       }
+      d->arch.push_back(a);
       d->clusters.push_back(c);
     }
     int pools = 0;
