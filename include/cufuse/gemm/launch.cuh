@@ -232,7 +232,13 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
   // the last split of each tile, splitk_finish).
   const unsigned batches = unsigned(args.batch);
   const bool split = Cfg::splits > 1 && !Cfg::cluster_k && args.ws != nullptr;
-  args.epi_tma = !split && tma_store_ok<Cfg>(args, swapped, batches);
+  // An expression epilogue whose operands' strides do not fit the TMA store's 32-bit offsets
+  // within a tile (wgmma_store.cuh, store_tile_ahead) takes the direct stores.
+  bool local_ok = true;
+  if constexpr (requires { epi.local_strides(); }) {
+    local_ok = epi.local_strides();
+  }
+  args.epi_tma = !split && local_ok && tma_store_ok<Cfg>(args, swapped, batches);
   const std::int64_t out_size = dtype_size(static_cast<dtype>(args.out_type));
   thread_local tma_maps maps;
   const tma_maps::key_t key{

@@ -43,7 +43,7 @@ struct accumulator {
   CUFUSE_INLINE float eval_in(const Ctx& c) const {
     return c.acc;
   }
-  /// The two accumulators of a pair of adjacent columns (detail::epi_pos2).
+  /// The two accumulators of a pair of adjacent columns (detail::epi_loc2).
   template <int V, class Ctx>
   CUFUSE_INLINE detail::lane_regs<float, 2> fetch_in(const Ctx& c) const {
     static_assert(V == 2, "cufuse: internal: epilogues are evaluated in pairs of columns");
@@ -62,16 +62,23 @@ struct epi_pos {
   std::int64_t row, col;
 };
 
-/// Where an epilogue is evaluated for two adjacent columns of C: accumulators a0, a1 at (row,
-/// col) and (row, col + 1); ok0 / ok1: the position lies inside C (outside, nothing is read, and
-/// the value is never stored).
-struct epi_pos2 {
+/// Where an epilogue is evaluated for two adjacent columns of C: accumulators a0, a1 at dr rows
+/// and dc columns from the position each leaf was moved to (epi_leaf::moved: a thread's first
+/// position in the tile) and one column further; ok0 / ok1: the position lies inside C
+/// (outside, nothing is read, and the value is never stored). Offsets within a tile are 32-bit
+/// (epi_leaf::lr, lc), so that an operand's address costs an add to a pointer computed once per
+/// tile instead of 64-bit products per element (bench/JOURNAL.md e5).
+struct epi_loc2 {
   float a0, a1;
-  std::int64_t row, col;
+  int dr, dc;
   bool ok0, ok1;
 };
 
 /// A leaf of an epilogue, bound to the output's [batch, rows, cols] (stride 0 where it repeats).
+/// lr, lc: the row and column strides again, as 32-bit offsets within a tile when they fit
+/// (|stride| < local_limit: then a tile's offsets, at most 512 rows or columns, stay below
+/// 2^31), else 0 and local_ok() is false (the host then runs the direct stores, which index by
+/// 64-bit positions).
 template <class T, class Promo>
 struct epi_leaf {
   using value_type = std::remove_const_t<T>;
@@ -83,24 +90,37 @@ struct epi_leaf {
   static constexpr int min_element_size = int(sizeof(value_type));
   static constexpr int leaf_count = 1;
 
+  static constexpr index_t local_limit = index_t(1) << 22;
+
   T* ptr;
   index_t sb, sr, sc;
+  int lr = 0, lc = 0;
+
+  static constexpr int local(index_t s) { return s < local_limit && s > -local_limit ? int(s) : 0; }
+  CUFUSE_INLINE bool local_ok() const { return lr == sr && lc == sc; }
+  /// The leaf with (row, col) as its origin for fetch_in(epi_loc2).
+  CUFUSE_INLINE epi_leaf moved(std::int64_t row, std::int64_t col) const {
+    epi_leaf m = *this;
+    m.ptr += row * sr + col * sc;
+    return m;
+  }
 
   CUFUSE_INLINE compute_type eval_in(const epi_pos& p) const {
     return convert<compute_type>(ptr[p.row * sr + p.col * sc]);
   }
-  /// A pair of adjacent columns: two predicated loads without a branch, at addresses affine in
-  /// the position, so that the loads of a group of pairs go out together ahead of their use
-  /// (wgmma_store.cuh) and their address arithmetic reduces to offsets from one base. (Choosing
-  /// one 2-element load where the leaf is contiguous, or one load where it repeats, put each
-  /// pair's loads behind a branch: bias + GELU 1.21x -> 1.48x cuBLAS.)
+  /// A pair of adjacent columns at (dr, dc) from the leaf's origin (moved): two predicated loads
+  /// without a branch, at addresses affine in the position, so that the loads of a group of
+  /// pairs go out together ahead of their use (wgmma_store.cuh) and their address arithmetic
+  /// reduces to 32-bit offsets from one pointer. (Choosing one 2-element load where the leaf is
+  /// contiguous, or one load where it repeats, put each pair's loads behind a branch: bias +
+  /// GELU 1.21x -> 1.48x cuBLAS.)
   template <int V>
-  CUFUSE_INLINE lane_regs<value_type, 2> fetch_in(const epi_pos2& p) const {
+  CUFUSE_INLINE lane_regs<value_type, 2> fetch_in(const epi_loc2& p) const {
     static_assert(V == 2, "cufuse: internal: epilogues are evaluated in pairs of columns");
-    const T* at = ptr + (p.row * sr + p.col * sc);
+    const T* at = ptr + (p.dr * lr + p.dc * lc);
     lane_regs<value_type, 2> r;
     r.v[0] = p.ok0 ? at[0] : value_type{};
-    r.v[1] = p.ok1 ? at[sc] : value_type{};
+    r.v[1] = p.ok1 ? at[lc] : value_type{};
     return r;
   }
 };
@@ -151,8 +171,8 @@ auto bind_epilogue(const N& n, const extents<3>& out, int out_rank) {
     }
     // Read-only, whatever the operand's constness: the bound type (and with it the epilogue's
     // tuning key, epilogue_name) depends on the dtypes and the operations only.
-    return epi_leaf<const std::remove_const_t<T>, typename N::promo_type>{n.ptr, st[0], st[1],
-                                                                          st[2]};
+    using B = epi_leaf<const std::remove_const_t<T>, typename N::promo_type>;
+    return B{n.ptr, st[0], st[1], st[2], B::local(st[1]), B::local(st[2])};
   } else if constexpr (map_arity<N>::value > 0) {
     return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
       using bound =
@@ -177,6 +197,34 @@ CUFUSE_INLINE N at_batch_of(const N& n, int b) {
     return m;
   } else {
     return n;
+  }
+}
+
+/// `n` (bound) with every leaf moved to (row, col) (epi_leaf::moved).
+template <class N>
+CUFUSE_INLINE N moved_of(const N& n, std::int64_t row, std::int64_t col) {
+  if constexpr (map_arity<N>::value > 0) {
+    return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      return N{n.op, make_pack(moved_of(get<Is>(n.args), row, col)...)};
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  } else if constexpr (requires { n.sb; }) {
+    return n.moved(row, col);
+  } else {
+    return n;
+  }
+}
+
+/// Whether every leaf of `n` (bound) has 32-bit strides within a tile (epi_leaf::local_ok).
+template <class N>
+CUFUSE_INLINE bool local_ok_of(const N& n) {
+  if constexpr (map_arity<N>::value > 0) {
+    return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      return (local_ok_of(get<Is>(n.args)) && ...);
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  } else if constexpr (requires { n.sb; }) {
+    return n.local_ok();
+  } else {
+    return true;
   }
 }
 
@@ -221,15 +269,25 @@ struct expression_epilogue<E, pack<Xs...>, pack<epi_output<Us>...>> {
                                std::int64_t col) const {
     return convert<float>(e.eval_in(epi_pos{acc, row, col}));
   }
-  /// Pairs of adjacent columns, in two steps: `fetch_pair` reads every operand's values at
-  /// (row, col) and (row, col + 1) where they lie inside C (epi_pos2) and keeps them with the
-  /// accumulators a0, a1; `value_pair` computes the two outputs from them. Between the two, the
-  /// wgmma epilogue stores the previous chunk, so the loads are in flight meanwhile.
-  using fetched_pair = decltype(std::declval<const E&>().template fetch_in<2>(epi_pos2{}));
-  CUFUSE_DEVICE_FN fetched_pair fetch_pair(float a0, float a1, std::int64_t row, std::int64_t col,
-                                           bool ok0, bool ok1) const {
-    return e.template fetch_in<2>(epi_pos2{a0, a1, row, col, ok0, ok1});
+  /// Pairs of adjacent columns, in two steps: `fetch_local`, on the epilogue moved to a
+  /// thread's first position in a tile (`at_origin(row, col)`), reads every operand's values at
+  /// (row + dr, col + dc) and (row + dr, col + dc + 1) where they lie inside C (ok0, ok1;
+  /// epi_loc2) and keeps them with the accumulators a0, a1; `value_pair` computes the two outputs
+  /// from them. Between the two, the wgmma epilogue stores the previous group of pairs, so the
+  /// loads are in flight meanwhile.
+  using fetched_pair = decltype(std::declval<const E&>().template fetch_in<2>(epi_loc2{}));
+  CUFUSE_DEVICE_FN expression_epilogue at_origin(std::int64_t row, std::int64_t col) const {
+    expression_epilogue r = *this;
+    r.e = moved_of(e, row, col);
+    return r;
   }
+  CUFUSE_DEVICE_FN fetched_pair fetch_local(float a0, float a1, int dr, int dc, bool ok0,
+                                            bool ok1) const {
+    return e.template fetch_in<2>(epi_loc2{a0, a1, dr, dc, ok0, ok1});
+  }
+  /// Whether fetch_local may read this epilogue's operands (local_ok_of); if not, the host runs
+  /// the direct stores.
+  bool local_strides() const { return local_ok_of(e); }
   CUFUSE_DEVICE_FN static void value_pair(const fetched_pair& f, float& v0, float& v1) {
     v0 = convert<float>(f.at(0));
     v1 = convert<float>(f.at(1));

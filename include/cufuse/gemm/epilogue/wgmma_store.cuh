@@ -207,6 +207,7 @@ private:
     float a0, a1;
     unsigned addr;
     std::int64_t row, col;
+    int dr, dc; // (row, col) less the thread's first position in the tile (store_tile_ahead)
   };
 
   /// The epilogue's further outputs of accumulators a0, a1 at (row, col), (row, col + 1).
@@ -255,11 +256,17 @@ private:
   };
 
   /// Every chunk of the tile for an epilogue that reads its operands in pairs (expression
-  /// epilogues: Epi::fetch_pair): the operands of chunk c + 1 are loaded before chunk c waits
+  /// epilogues: Epi::fetch_local): the operands of chunk c + 1 are loaded before chunk c waits
   /// on its buffer, computes and stores, so that their latency hides behind chunk c's work. One
   /// chunk at a time left each chunk waiting on its own loads: a fused epilogue cost as much as
   /// a second pass (bench/JOURNAL.md e4).
-  template <int OS, int Ahead>
+  ///
+  /// The operands are read at 32-bit offsets from the thread's first position in the tile (the
+  /// epilogue moved there once per tile: at_origin), and an interior tile (Edge false: every
+  /// position inside C, nearly all tiles of a large C) reads them without predicates: the
+  /// 64-bit positions, their products with the strides and the bounds tests cost about 11
+  /// instructions per element (bench/JOURNAL.md e5).
+  template <int OS, int Ahead, bool Edge>
   CUFUSE_DEVICE_FN void store_tile_ahead(const float (&acc)[MA][BN / 2], const block_work& w,
                                          int bc, const Epi& eb) {
     constexpr int CW = SwapC ? 32 : 128 / OS; // C columns (SwapC: C rows) of a chunk
@@ -282,8 +289,9 @@ private:
           const int j = ch * 4 + jj, cc = jj * 8 + 2 * th.q;
           const std::int64_t row = w.n0 + ch * 32 + cc, col = w.m0 + r0 + th.rs_row;
           const float* a = acc[ma] + j * 4;
-          r.p[2 * jj] = pair_at{a[0], a[2], off(cc), row, col};
-          r.p[2 * jj + 1] = pair_at{a[1], a[3], off(cc + 1), row + 1, col};
+          const int dr = ch * 32 + jj * 8, dc = 64 * ma; // from (w.n0 + 2 q, w.m0 + rs_row ..)
+          r.p[2 * jj] = pair_at{a[0], a[2], off(cc), row, col, dr, dc};
+          r.p[2 * jj + 1] = pair_at{a[1], a[3], off(cc + 1), row + 1, col, dr + 1, dc};
         }
       } else {
         const int ra = th.row_a(), rb = th.row_b();
@@ -295,10 +303,12 @@ private:
           const float* a = acc[ma] + j * 4;
           const int u = OS == 2 ? jj : 2 * jj + (th.q >> 1);
           const int within = OS == 2 ? 4 * th.q : (th.q & 1) * 8;
-          r.p[2 * jj] =
-              pair_at{a[0], a[1], unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within), row_a, col};
-          r.p[2 * jj + 1] =
-              pair_at{a[2], a[3], unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within), row_b, col};
+          // From the thread's first position (w.m0 + atom_row(0) + ra, w.n0 + 2 q).
+          const int dr = 64 * ma, dc = j * 8, dr_b = dr + (th.row_b() - th.row_a());
+          const unsigned at_a = unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within);
+          const unsigned at_b = unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within);
+          r.p[2 * jj] = pair_at{a[0], a[1], at_a, row_a, col, dr, dc};
+          r.p[2 * jj + 1] = pair_at{a[2], a[3], at_b, row_b, col, dr_b, dc};
         }
       }
       return r;
@@ -313,15 +323,21 @@ private:
     // TMA clips what lies outside C, but the epilogue must not read there: loads predicated on
     // the position (not clamped positions, which cost a compare and select per pair and broke
     // the affine addresses).
+    const Epi et = SwapC ? eb.at_origin(w.n0 + 2 * th.q, w.m0 + th.atom_row(0) + th.rs_row)
+                         : eb.at_origin(w.m0 + th.atom_row(0) + th.row_a(), w.n0 + 2 * th.q);
     const auto fetch = [&](int g) {
       const chunk_pairs<NPC> cp = pairs(g / GPC);
       fetched_group f;
       CUFUSE_UNROLL
       for (int i = 0; i < G; ++i) {
         const pair_at& q = cp.p[(g % GPC) * G + i];
-        const bool in_row = q.row < c_rows;
-        f.f[i] = eb.fetch_pair(q.a0, q.a1, q.row, q.col, in_row && q.col < c_cols,
-                               in_row && q.col + 1 < c_cols);
+        if constexpr (Edge) {
+          const bool in_row = q.row < c_rows;
+          f.f[i] = et.fetch_local(q.a0, q.a1, q.dr, q.dc, in_row && q.col < c_cols,
+                                  in_row && q.col + 1 < c_cols);
+        } else {
+          f.f[i] = et.fetch_local(q.a0, q.a1, q.dr, q.dc, true, true);
+        }
       }
       return f;
     };
@@ -375,7 +391,13 @@ private:
   CUFUSE_DEVICE_FN void store_tile(WithC, const float (&acc)[MA][BN / 2], const block_work& w,
                                    int bc, const Epi& eb) {
     if constexpr (!WithC::value && requires { typename Epi::fetched_pair; }) {
-      store_tile_ahead<OS, CUFUSE_EPI_GROUPS>(acc, w, bc, eb);
+      const bool interior = SwapC ? w.n0 + BN <= c_rows && w.m0 + Cfg::BM <= c_cols
+                                  : w.m0 + Cfg::BM <= c_rows && w.n0 + BN <= c_cols;
+      if (interior) {
+        store_tile_ahead<OS, CUFUSE_EPI_GROUPS, false>(acc, w, bc, eb);
+      } else {
+        store_tile_ahead<OS, CUFUSE_EPI_GROUPS, true>(acc, w, bc, eb);
+      }
     } else {
       store_tile_pairs<OS, WithC::value>(acc, w, bc, eb);
     }
