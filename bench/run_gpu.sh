@@ -111,16 +111,24 @@ fi
 if [ "$what" = epilogue ]; then
   # GEMM epilogues from expressions: their tests (memcheck and racecheck on a quick subset), the
   # MLP sample, and the benchmark with cuBLAS and PyTorch (eager, torch.compile) in the same run.
+  # NO_TESTS=1: the benchmark only (no tests, no sanitizers); BUILD_ONLY=1: build and stop;
+  # MLP_ALL=1: the benchmark prints every variant's time; SASS=1: the benchmark's SASS to logs/.
   step "build epilogue tests, sample, benchmark"
-  cmake --build build-gpu -j"$jobs" --target cufuse_gemm_epilogue_tests transformer_mlp cufuse_bench_mlp \
+  targets=(cufuse_bench_mlp)
+  [ -z "${NO_TESTS:-}" ] && targets+=(cufuse_gemm_epilogue_tests transformer_mlp)
+  cmake --build build-gpu -j"$jobs" --target "${targets[@]}" \
     >"$OUT/logs/build-epilogue.log" 2>&1 || { tail -30 "$OUT/logs/build-epilogue.log"; exit 1; }
   grep -E "warning" "$OUT/logs/build-epilogue.log" | head -5
-  step "epilogue tests"
-  build-gpu/test/cufuse_gemm_epilogue_tests "[epilogue]" 2>&1 | tail -15 | tee "$OUT/epilogue_tests.log"
-  [ "${PIPESTATUS[0]}" = 0 ] || status=1
-  build-gpu/samples/transformer_mlp | tee -a "$OUT/epilogue_tests.log"
-  [ "${PIPESTATUS[0]}" = 0 ] || status=1
-  if [ -z "${NO_SANITIZE:-}" ]; then
+  [ -n "${BUILD_ONLY:-}" ] && exit $status
+  [ -n "${SASS:-}" ] && cuobjdump -sass build-gpu/bench/cufuse_bench_mlp >"$OUT/logs/mlp_bench.sass" 2>&1
+  if [ -z "${NO_TESTS:-}" ]; then
+    step "epilogue tests"
+    build-gpu/test/cufuse_gemm_epilogue_tests "[epilogue]" 2>&1 | tail -15 | tee "$OUT/epilogue_tests.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    build-gpu/samples/transformer_mlp | tee -a "$OUT/epilogue_tests.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  fi
+  if [ -z "${NO_SANITIZE:-}" ] && [ -z "${NO_TESTS:-}" ]; then
     step "compute-sanitizer memcheck / racecheck (epilogues: aux output, batches, activations)"
     timeout ${MEMCHECK_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       build-gpu/test/cufuse_gemm_epilogue_tests "*auxiliary*,*batches*,*relu*" >"$OUT/logs/memcheck_epi.log" 2>&1
