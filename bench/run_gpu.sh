@@ -112,7 +112,8 @@ if [ "$what" = epilogue ]; then
   # GEMM epilogues from expressions: their tests (memcheck and racecheck on a quick subset), the
   # MLP sample, and the benchmark with cuBLAS and PyTorch (eager, torch.compile) in the same run.
   # NO_TESTS=1: the benchmark only (no tests, no sanitizers); BUILD_ONLY=1: build and stop;
-  # MLP_ALL=1: the benchmark prints every variant's time; SASS=1: the benchmark's SASS to logs/.
+  # MLP_ALL=1: the benchmark prints every variant's time (bench/profile_epilogue.sh: one kernel's
+  # per-instruction profile).
   step "build epilogue tests, sample, benchmark"
   targets=(cufuse_bench_mlp)
   [ -z "${NO_TESTS:-}" ] && targets+=(cufuse_gemm_epilogue_tests transformer_mlp)
@@ -120,7 +121,6 @@ if [ "$what" = epilogue ]; then
     >"$OUT/logs/build-epilogue.log" 2>&1 || { tail -30 "$OUT/logs/build-epilogue.log"; exit 1; }
   grep -E "warning" "$OUT/logs/build-epilogue.log" | head -5
   [ -n "${BUILD_ONLY:-}" ] && exit $status
-  [ -n "${SASS:-}" ] && cuobjdump -sass build-gpu/bench/cufuse_bench_mlp >"$OUT/logs/mlp_bench.sass" 2>&1
   if [ -z "${NO_TESTS:-}" ]; then
     step "epilogue tests"
     build-gpu/test/cufuse_gemm_epilogue_tests "[epilogue]" 2>&1 | tail -15 | tee "$OUT/epilogue_tests.log"

@@ -83,3 +83,60 @@ TEST_CASE("gemm: views are read through their strides (transpose, slices, empty)
   CHECK_THROWS_WITH(cufuse::gemm(cufuse::transpose(a), a, c),
                     Catch::Contains("op(A) [6 x 4]^T is 4 x 6"));
 }
+
+TEST_CASE("gemm epilogue: operands addressed from a tile origin by 32-bit offsets", "[gemm_api]") {
+  // The wgmma TMA epilogue moves each leaf to a thread's first position in the tile once and
+  // reads at (dr, dc) from it by 32-bit offsets (epi_leaf::moved, lr, lc); this must address
+  // the element the 64-bit position does, and a leaf whose strides do not fit must say so (the
+  // host then runs the direct stores).
+  using view2 = cufuse::tensor_view<float, 2, cufuse::device_space>;
+  using view1 = cufuse::tensor_view<float, 1, cufuse::device_space>;
+  float* p = const_cast<float*>(fake);
+  const cufuse::extents<3> out{1, 300, 520};
+  auto bound = [&](const auto& v) {
+    return cufuse::detail::bind_epilogue(cufuse::detail::to_node(v), out, 2);
+  };
+  const view1 bias(p, cufuse::extents<1>{520}, cufuse::strides<1>{1}, view1::trusted{});
+  const view2 res(p, {300, 520}, cufuse::strides<2>{{520, 1}}, view2::trusted{});
+  const view2 col(p, {300, 1}, cufuse::strides<2>{{3, 1}}, view2::trusted{});
+  const view2 trans(p, {300, 520}, cufuse::strides<2>{{1, 300}}, view2::trusted{});
+  const cufuse::index_t big = cufuse::index_t(1) << 22; // the first stride that does not fit
+  const view2 wide(p, {300, 520}, cufuse::strides<2>{{big, 1}}, view2::trusted{});
+  const view2 far(p, {300, 520}, cufuse::strides<2>{{1, big}}, view2::trusted{});
+  std::size_t bad = 0;
+  auto same_addresses = [&](const auto& l) {
+    for (std::int64_t row0 : {0, 128, 171}) {
+      for (std::int64_t col0 : {0, 6, 262}) {
+        const auto m = l.moved(row0, col0);
+        for (int dr : {0, 1, 8, 64, 127}) {
+          for (int dc : {0, 1, 8, 248, 255}) {
+            const float* local = m.ptr + (dr * m.lr + dc * m.lc);
+            const float* want = l.ptr + ((row0 + dr) * l.sr + (col0 + dc) * l.sc);
+            bad += local != want;
+            bad += local + m.lc != want + l.sc; // the pair's second column
+          }
+        }
+      }
+    }
+  };
+  const auto lb = bound(bias), lr = bound(res), lcol = bound(col), lt = bound(trans);
+  for (const auto* ok : {&lr, &lt}) {
+    CHECK(ok->local_ok());
+    same_addresses(*ok);
+  }
+  CHECK(lb.local_ok());
+  same_addresses(lb);
+  CHECK(lb.lr == 0);
+  CHECK(lcol.local_ok());
+  CHECK(lcol.lc == 0);
+  same_addresses(lcol);
+  CHECK(bad == 0);
+  CHECK_FALSE(bound(wide).local_ok());
+  CHECK_FALSE(bound(far).local_ok());
+  // A whole expression: every leaf must fit.
+  using cufuse::acc;
+  CHECK(cufuse::detail::local_ok_of(cufuse::detail::bind_epilogue(
+      cufuse::detail::to_node(cufuse::relu(acc + bias) + res), out, 2)));
+  CHECK_FALSE(cufuse::detail::local_ok_of(cufuse::detail::bind_epilogue(
+      cufuse::detail::to_node(cufuse::relu(acc + bias) + wide), out, 2)));
+}
