@@ -23,6 +23,14 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUFUSE_BUILD_BENCH
 
 step() { echo "== $1 ($(date +%T))"; }
 status=0
+# build_targets NAME TARGET...: builds the targets (log in $OUT/logs/build-NAME.log); on failure
+# prints the log's end and stops the script.
+build_targets() {
+  local name=$1
+  shift
+  cmake --build build-gpu -j"$jobs" --target "$@" >"$OUT/logs/build-$name.log" 2>&1 ||
+    { tail -30 "$OUT/logs/build-$name.log"; exit 1; }
+}
 # gemm_tests LOG GPU_FILTER [epilogue]: the GEMM host tests, the GEMM GPU tests that match
 # GPU_FILTER and, given a third argument, the expression-epilogue tests; summaries in $OUT/LOG.
 gemm_tests() {
@@ -117,8 +125,7 @@ if [ "$what" = epilogue ]; then
   step "build epilogue tests, sample, benchmark"
   targets=(cufuse_bench_mlp)
   [ -z "${NO_TESTS:-}" ] && targets+=(cufuse_gemm_epilogue_tests transformer_mlp)
-  cmake --build build-gpu -j"$jobs" --target "${targets[@]}" \
-    >"$OUT/logs/build-epilogue.log" 2>&1 || { tail -30 "$OUT/logs/build-epilogue.log"; exit 1; }
+  build_targets epilogue "${targets[@]}"
   grep -E "warning" "$OUT/logs/build-epilogue.log" | head -5
   [ -n "${BUILD_ONLY:-}" ] && exit $status
   if [ -z "${NO_TESTS:-}" ]; then
@@ -159,8 +166,7 @@ if [ "$what" = anyshape ]; then
   step "build GEMM tests + any-shape benchmark"
   targets=(cufuse_gemm_gpu_tests cufuse_gemm_host_tests cufuse_bench_any_shape)
   [ -n "${ANYSHAPE_EPILOGUE:-}" ] && targets+=(cufuse_gemm_epilogue_tests)
-  cmake --build build-gpu -j"$jobs" --target "${targets[@]}" \
-    >"$OUT/logs/build-anyshape.log" 2>&1 || { tail -30 "$OUT/logs/build-anyshape.log"; exit 1; }
+  build_targets anyshape "${targets[@]}"
   [ -n "${BUILD_ONLY:-}" ] && exit 0
   if [ -z "${NO_TESTS:-}" ]; then
     step "GEMM tests"
@@ -187,8 +193,7 @@ if [ "$what" = smallm ]; then
   step "build GEMM tests + cufuse-tune"
   targets=(cufuse_gemm_gpu_tests cufuse_gemm_host_tests cufuse-tune)
   [ -n "${SMALLM_EPILOGUE:-}" ] && targets+=(cufuse_gemm_epilogue_tests)
-  cmake --build build-gpu -j"$jobs" --target "${targets[@]}" \
-    >"$OUT/logs/build-smallm.log" 2>&1 || { tail -30 "$OUT/logs/build-smallm.log"; exit 1; }
+  build_targets smallm "${targets[@]}"
   [ -n "${BUILD_ONLY:-}" ] && exit 0
   if [ -z "${NO_TESTS:-}" ]; then
     step "GEMM tests"
