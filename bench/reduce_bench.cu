@@ -30,6 +30,7 @@ struct row {
   std::string workload, dtype;
   double ms, gbps;
   int bad;
+  double ms_launch = 0; // the old timing: one call on an idle device, its launch included
 };
 
 template <class T, int R>
@@ -101,6 +102,7 @@ void rowwise(const char* dtype, index_t m, index_t n, bool only_softmax_ln,
     const int bad = check_rows(Y, x, m, n, softmax_ref, rng);
     const double ms = tm.median_ms([&] { Y = cufuse::softmax(X, -1); });
     rows.push_back({"softmax" + shape, dtype, ms, 2.0 * m * n * es / (ms * 1e-3) / 1e9, bad});
+    rows.back().ms_launch = tm.launch_ms;
   }
   {
     Y = cufuse::layer_norm(X, w, b, 1e-5f);
@@ -126,6 +128,7 @@ void rowwise(const char* dtype, index_t m, index_t n, bool only_softmax_ln,
     const double ms = tm.median_ms([&] { Y = cufuse::layer_norm(X, w, b, 1e-5f); });
     rows.push_back(
         {"layer_norm" + shape, dtype, ms, (2.0 * m * n + 2.0 * n) * es / (ms * 1e-3) / 1e9, bad});
+    rows.back().ms_launch = tm.launch_ms;
   }
   if (only_softmax_ln) {
     return;
@@ -150,6 +153,7 @@ void rowwise(const char* dtype, index_t m, index_t n, bool only_softmax_ln,
     const double ms = tm.median_ms([&] { Y = cufuse::rms_norm(X, w, 1e-6f); });
     rows.push_back(
         {"rms_norm" + shape, dtype, ms, (2.0 * m * n + n) * es / (ms * 1e-3) / 1e9, bad});
+    rows.back().ms_launch = tm.launch_ms;
   }
 }
 
@@ -174,11 +178,14 @@ void axis_sums(std::vector<row>& rows) {
     bad += !(std::fabs(gc[std::size_t(i)] - t) <= 1e-3);
   }
   const double ms1 = tm.median_ms([&] { r = cufuse::sum(X, 1); });
+  const double ms1_launch = tm.launch_ms;
   const double ms0 = tm.median_ms([&] { c = cufuse::sum(X, 0); });
   rows.push_back(
       {"sum(X, 1) [8192, 8192]", "fp32", ms1, (m * n + m) * 4.0 / (ms1 * 1e-3) / 1e9, bad});
+  rows.back().ms_launch = ms1_launch;
   rows.push_back(
       {"sum(X, 0) [8192, 8192]", "fp32", ms0, (m * n + n) * 4.0 / (ms0 * 1e-3) / 1e9, bad});
+  rows.back().ms_launch = tm.launch_ms;
   // The middle axis of a rank-3 tensor.
   const index_t a = 256, b = 1024, k = 256;
   cufuse::tensor<float, 3> T({a, b, k});
@@ -199,6 +206,7 @@ void axis_sums(std::vector<row>& rows) {
   const double mst = tm.median_ms([&] { s = cufuse::sum(T, 1); });
   rows.push_back({"sum(T, 1) [256, 1024, 256]", "fp32", mst,
                   (a * b * k + a * k) * 4.0 / (mst * 1e-3) / 1e9, bad_t});
+  rows.back().ms_launch = tm.launch_ms;
 }
 
 void full(std::vector<row>& rows) {
@@ -224,15 +232,18 @@ void full(std::vector<row>& rows) {
   const int bad_dot = !(std::fabs(d.download()[0] - ref) <= 1e-4 * std::sqrt(double(n)) * 4);
   const double ms_dot = tm.median_ms([&] { d = cufuse::sum(B * C); });
   rows.push_back({"sum(B * C) 2^28", "fp32", ms_dot, 2.0 * n * 4 / (ms_dot * 1e-3) / 1e9, bad_dot});
+  rows.back().ms_launch = tm.launch_ms;
   am = cufuse::argmax(B);
   const int bad_am = am.download()[0] != std::int64_t(best);
   const double ms_am = tm.median_ms([&] { am = cufuse::argmax(B); });
   rows.push_back({"argmax(B) 2^28", "fp32", ms_am, 1.0 * n * 4 / (ms_am * 1e-3) / 1e9, bad_am});
+  rows.back().ms_launch = tm.launch_ms;
   d = cufuse::var(B);
   const double vref = m2 / double(n - 1);
   const int bad_var = !(std::fabs(d.download()[0] - vref) <= 1e-6 * vref);
   const double ms_var = tm.median_ms([&] { d = cufuse::var(B); });
   rows.push_back({"var(B) 2^28", "fp32", ms_var, 1.0 * n * 4 / (ms_var * 1e-3) / 1e9, bad_var});
+  rows.back().ms_launch = tm.launch_ms;
 }
 
 /// softmax and layer_norm inputs of [m, n] for the sweeps below.
@@ -311,7 +322,7 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::vector<row> rows;
-  double copy_gbps = 0;
+  double copy_gbps = 0, copy_launch_gbps = 0;
   {
     const std::size_t bytes = std::size_t(1) << 30;
     void *a = nullptr, *b = nullptr;
@@ -322,6 +333,7 @@ int main(int argc, char** argv) {
     const double ms =
         tm.median_ms([&] { BENCH_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
     copy_gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
+    copy_launch_gbps = 2.0 * bytes / (tm.launch_ms * 1e-3) / 1e9;
     BENCH_CHECK(cudaFree(a));
     BENCH_CHECK(cudaFree(b));
   }
@@ -359,12 +371,14 @@ int main(int argc, char** argv) {
   }
   std::ofstream js(out);
   js << "{\"device\": \"" << prop.name << "\", \"copy_gbps\": " << copy_gbps
+     << ", \"copy_launch_gbps\": " << copy_launch_gbps
      << ", \"host_us\": {\"empty_launch\": " << empty_us << ", \"softmax_32x32\": " << softmax_us
      << "}, \"rows\": [";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     js << (i ? ", " : "") << "{\"workload\": \"" << rows[i].workload << "\", \"dtype\": \""
        << rows[i].dtype << "\", \"impl\": \"cufuse\", \"ms\": " << rows[i].ms
-       << ", \"gbps\": " << rows[i].gbps << ", \"bad\": " << rows[i].bad << "}";
+       << ", \"gbps\": " << rows[i].gbps << ", \"ms_launch\": " << rows[i].ms_launch
+       << ", \"bad\": " << rows[i].bad << "}";
   }
   js << "]}\n";
   return bad_total == 0 ? 0 : 1;

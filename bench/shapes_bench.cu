@@ -43,6 +43,7 @@ struct row {
   std::string workload, dtype;
   double ms, gbps;
   int bad;
+  double ms_launch = 0; // the old timing: one call on an idle device, its launch included
 };
 
 /// Compares `samples` random elements of `out` with ref(linear index).
@@ -78,6 +79,7 @@ void broadcasts(const char* dtype, index_t m, index_t n, std::vector<row>& rows)
         Y, [&](std::size_t i) { return std::max(0.0, double(x[i]) + b[i % n]); }, rng, tol_of<T>());
     const double ms = tm.median_ms([&] { Y = cufuse::relu(X + bias); });
     rows.push_back({"relu(X + bias)", dtype, ms, (2.0 * m * n + n) * es / (ms * 1e-3) / 1e9, bad});
+    rows.back().ms_launch = tm.launch_ms;
   }
   {
     Y = X * col + bias;
@@ -86,6 +88,7 @@ void broadcasts(const char* dtype, index_t m, index_t n, std::vector<row>& rows)
     const double ms = tm.median_ms([&] { Y = X * col + bias; });
     rows.push_back(
         {"X * col + bias", dtype, ms, (2.0 * m * n + m + n) * es / (ms * 1e-3) / 1e9, bad});
+    rows.back().ms_launch = tm.launch_ms;
   }
 }
 
@@ -104,6 +107,7 @@ void layouts(const char* dtype, std::vector<row>& rows) {
     const double ms = tm.median_ms([&] { Y = cufuse::transpose(X); });
     rows.push_back(
         {"transpose(X) [8192, 8192]", dtype, ms, 2.0 * m * n * es / (ms * 1e-3) / 1e9, bad});
+    rows.back().ms_launch = tm.launch_ms;
     cufuse::tensor<T, 2> S({m, n / 2});
     S = cufuse::slice(X, cufuse::all, cufuse::range(0, n, 2)) * 2;
     const int bad2 = check(
@@ -113,6 +117,7 @@ void layouts(const char* dtype, std::vector<row>& rows) {
         tm.median_ms([&] { S = cufuse::slice(X, cufuse::all, cufuse::range(0, n, 2)) * 2; });
     rows.push_back({"slice(X, all, range(0, n, 2)) * 2", dtype, ms2,
                     2.0 * m * (n / 2) * es / (ms2 * 1e-3) / 1e9, bad2});
+    rows.back().ms_launch = tm.launch_ms;
   } else {
     const index_t b = 64, r = 1024, c = 1024;
     cufuse::tensor<T, 3> P({b, r, c}), Z({b, c, r}), Y({b, c, r});
@@ -128,6 +133,7 @@ void layouts(const char* dtype, std::vector<row>& rows) {
     const double ms = tm.median_ms([&] { Y = cufuse::permute(P, {0, 2, 1}) + Z; });
     rows.push_back({"permute(P, {0, 2, 1}) + Z [64, 1024, 1024]", dtype, ms,
                     3.0 * b * r * c * es / (ms * 1e-3) / 1e9, bad});
+    rows.back().ms_launch = tm.launch_ms;
   }
 }
 
@@ -149,7 +155,7 @@ int main(int argc, char** argv) {
   BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::vector<row> rows;
   // device-to-device copy of 1 GiB: the floor every row is compared with
-  double copy_gbps = 0;
+  double copy_gbps = 0, copy_launch_gbps = 0;
   {
     const std::size_t bytes = std::size_t(1) << 30;
     void *a = nullptr, *b = nullptr;
@@ -160,6 +166,7 @@ int main(int argc, char** argv) {
     const double ms =
         tm.median_ms([&] { BENCH_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
     copy_gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
+    copy_launch_gbps = 2.0 * bytes / (tm.launch_ms * 1e-3) / 1e9;
     BENCH_CHECK(cudaFree(a));
     BENCH_CHECK(cudaFree(b));
   }
@@ -188,12 +195,14 @@ int main(int argc, char** argv) {
               empty_us, bcast_us, transpose_us);
   std::ofstream js(out);
   js << "{\"device\": \"" << prop.name << "\", \"copy_gbps\": " << copy_gbps
+     << ", \"copy_launch_gbps\": " << copy_launch_gbps
      << ", \"host_us\": {\"empty_launch\": " << empty_us << ", \"broadcast\": " << bcast_us
      << ", \"transpose\": " << transpose_us << "}, \"rows\": [";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     js << (i ? ", " : "") << "{\"workload\": \"" << rows[i].workload << "\", \"dtype\": \""
        << rows[i].dtype << "\", \"impl\": \"cufuse\", \"ms\": " << rows[i].ms
-       << ", \"gbps\": " << rows[i].gbps << ", \"bad\": " << rows[i].bad << "}";
+       << ", \"gbps\": " << rows[i].gbps << ", \"ms_launch\": " << rows[i].ms_launch
+       << ", \"bad\": " << rows[i].bad << "}";
   }
   js << "]}\n";
   return bad_total == 0 ? 0 : 1;

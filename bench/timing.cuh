@@ -23,8 +23,21 @@
 
 namespace bench {
 
+/// Holds the stream for `ns` nanoseconds (one thread spinning on the global timer), so that the
+/// host enqueues what follows while the device is busy and the timed kernels start back to back.
+__global__ void hold_stream(long long ns) {
+  long long t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
 struct timer {
   cudaEvent_t start, stop;
+  /// Median ms of the last median_ms() measured the old way: events around one call on an idle
+  /// device, so that the host's launch of the call is counted as device time.
+  double launch_ms = 0;
   timer() {
     BENCH_CHECK(cudaEventCreate(&start));
     BENCH_CHECK(cudaEventCreate(&stop));
@@ -33,14 +46,27 @@ struct timer {
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
   }
-  /// Median milliseconds of one call of f over `reps` timed calls, after warm-up.
+  /// Median milliseconds of one call of f over `reps` timed calls, after warm-up: CUDA events
+  /// around one call each, recorded while a 200 us spin kernel holds the stream, so the time is
+  /// the device's alone (the host's launch cost is measured separately, measure_host_cost). Also
+  /// sets launch_ms (events around one call on an idle device, the host launch included).
   double median_ms(const std::function<void()>& f, int reps = 30) {
     for (int w = 0; w < 3; ++w) {
       f();
     }
     BENCH_CHECK(cudaDeviceSynchronize());
+    launch_ms = median(f, reps, 0);
+    return median(f, reps, 200'000);
+  }
+
+private:
+  double median(const std::function<void()>& f, int reps, long long hold_ns) {
     std::vector<double> ms;
     for (int r = 0; r < reps; ++r) {
+      if (hold_ns > 0) {
+        hold_stream<<<1, 1>>>(hold_ns);
+        BENCH_CHECK(cudaGetLastError());
+      }
       BENCH_CHECK(cudaEventRecord(start));
       f();
       BENCH_CHECK(cudaEventRecord(stop));

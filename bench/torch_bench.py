@@ -27,13 +27,27 @@ def gelu_dropout(x, u):
 EXPRS = {"quickstart": (quickstart, 5, 6), "axpy": (axpy, 2, 3), "gelu_dropout": (gelu_dropout, 2, 3)}
 
 
-def median_ms(fn, args, reps):
+HOLD_CYCLES = 1_000_000  # ~0.5 ms at H100/H200 clocks: more than Python needs to enqueue a call
+
+
+def hold():
+    """Keeps the current stream busy while Python enqueues the timed call, so that events time
+    the device's work alone, as bench/timing.cuh does for the C++ side (the host's cost of a call
+    is measured separately, wall_us_per_call)."""
+    torch.cuda._sleep(HOLD_CYCLES)
+
+
+def median_ms(fn, args, reps, held=True):
+    """Median ms of one call over `reps` calls after warm-up, CUDA events around each call; held:
+    recorded behind hold() (device time), else on an idle device (the launch counted too)."""
     for _ in range(3):
         fn(*args)
     torch.cuda.synchronize()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for _ in range(reps):
+        if held:
+            hold()
         start.record()
         fn(*args)
         stop.record()

@@ -9,6 +9,8 @@ import json
 import torch
 import torch.nn.functional as F
 
+from torch_bench import hold  # device time alone, as bench/timing.cuh
+
 
 def median_ms(fn, reps=30, rounds=3):
     """The best of `rounds` medians of `reps` timed calls (cuDNN's times move between runs of
@@ -22,6 +24,7 @@ def median_ms(fn, reps=30, rounds=3):
         for _ in range(reps):
             a = torch.cuda.Event(enable_timing=True)
             b = torch.cuda.Event(enable_timing=True)
+            hold()
             a.record()
             fn()
             b.record()

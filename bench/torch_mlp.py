@@ -8,6 +8,8 @@ import json
 import torch
 import torch.nn.functional as F
 
+from torch_bench import hold  # device time alone, as bench/timing.cuh
+
 
 def median_ms(fn, reps=30):
     for _ in range(3):
@@ -17,6 +19,7 @@ def median_ms(fn, reps=30):
     for _ in range(reps):
         a = torch.cuda.Event(enable_timing=True)
         b = torch.cuda.Event(enable_timing=True)
+        hold()
         a.record()
         fn()
         b.record()

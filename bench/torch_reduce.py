@@ -1,5 +1,6 @@
 """PyTorch eager and torch.compile on the workloads of bench/reduce_bench.cu (same shapes, same
-byte counts), timed the same way: CUDA events, median over repetitions after warm-up. Writes
+byte counts), timed the same way: CUDA events behind a spin kernel (device time), median over repetitions
+after warm-up, and once more on an idle device (launch included). Writes
 JSON (--out)."""
 import argparse
 import json
@@ -54,14 +55,17 @@ def main():
         compiled = torch.compile(fn, dynamic=False)
         for impl, f in (("torch_eager", fn), ("torch_compile", compiled)):
             ms = median_ms(f, ins, 30)
-            rows.append({"workload": name, "dtype": dtype, "impl": impl, "ms": ms,
+            ms_launch = median_ms(f, ins, 30, held=False)
+            rows.append({"workload": name, "dtype": dtype, "impl": impl, "ms": ms, "ms_launch": ms_launch,
                          "gbps": nbytes / (ms * 1e-3) / 1e9})
             print(f"{name:34s} {dtype} {impl:14s} {ms:8.3f} ms {rows[-1]['gbps']:7.0f} GB/s", flush=True)
     x = torch.empty(1 << 28, device=dev)
     y = torch.empty_like(x)
     ms = median_ms(lambda: y.copy_(x), [], 20)
+    ms_launch = median_ms(lambda: y.copy_(x), [], 20, held=False)
     json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-               "copy_gbps": 2 * x.numel() * 4 / (ms * 1e-3) / 1e9, "rows": rows},
+               "copy_gbps": 2 * x.numel() * 4 / (ms * 1e-3) / 1e9,
+               "copy_launch_gbps": 2 * x.numel() * 4 / (ms_launch * 1e-3) / 1e9, "rows": rows},
               open(args.out, "w"), indent=1)
     print("wrote", args.out)
 
