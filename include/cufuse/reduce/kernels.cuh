@@ -37,6 +37,9 @@ inline constexpr int reduce_unroll = 4;
 #ifndef CUFUSE_FLAT_UNROLL
 #define CUFUSE_FLAT_UNROLL 4
 #endif
+#ifndef CUFUSE_FLAT_INTERLEAVE
+#define CUFUSE_FLAT_INTERLEAVE 1
+#endif
 /// Accesses in flight per thread in the flat kernel.
 inline constexpr int flat_unroll = CUFUSE_FLAT_UNROLL;
 
@@ -340,16 +343,24 @@ __global__ void __launch_bounds__(reduce_block)
     reduce_flat_kernel(Out* out, Red red, Arg arg, index_t n, index_t chunk,
                        typename Red::template state<typename Arg::value_type>* partial) {
   using In = typename Arg::value_type;
+#if CUFUSE_FLAT_INTERLEAVE
+  // the grid sweeps the array together: thread t of the grid takes accesses t, t + threads, ...
+  (void)chunk;
+  const index_t end = n;
+  const index_t step = index_t(gridDim.x) * blockDim.x * V;
+  index_t i = (index_t(blockIdx.x) * blockDim.x + threadIdx.x) * V;
+#else
   const index_t begin = index_t(blockIdx.x) * chunk;
   const index_t end = begin + chunk < n ? begin + chunk : n;
   const index_t step = index_t(blockDim.x) * V;
+  index_t i = begin + index_t(threadIdx.x) * V;
+#endif
   // Three levels of states, so that a thread's float sum never adds one value to a much larger
   // running total: the values of one step, then 16 steps, then the thread's total. (The large
   // error seen once came from the split merge instead; see reduce_finish_kernel.)
   auto s = red.template init<In>();
   auto mid = red.template init<In>();
   int steps = 0;
-  index_t i = begin + index_t(threadIdx.x) * V;
   for (; i + (flat_unroll - 1) * step + V <= end; i += flat_unroll * step) {
     decltype(arg.template fetch_in<V>(flat_index<index_t>{i})) x[flat_unroll];
     CUFUSE_UNROLL
