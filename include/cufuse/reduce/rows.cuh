@@ -83,6 +83,32 @@ struct row_pos {
   int u;
 };
 
+#ifndef CUFUSE_ROWS_UNPACK
+#define CUFUSE_ROWS_UNPACK 1
+#endif
+/// V lanes in the compute type C. bf16 to float by bit moves (a bf16 is the upper half of a
+/// float, exactly): two instructions per word of two values, where the compiler's conversion
+/// takes three (PRMT + IMAD per upper half; ncu on the bf16 layer_norm row kernel counted the
+/// conversions at ~30% of its instructions).
+template <class C, class T, int V>
+CUFUSE_DEVICE __forceinline__ void unpack_lanes(const lane_regs<T, V> r, C* out) {
+  if constexpr (CUFUSE_ROWS_UNPACK && std::is_same_v<T, __nv_bfloat16> &&
+                std::is_same_v<C, float> && V % 2 == 0) {
+    CUFUSE_UNROLL
+    for (int k = 0; k < V / 2; ++k) {
+      unsigned w; // r is a value (registers): the copy moves no memory
+      std::memcpy(&w, &r.v[2 * k], sizeof(w));
+      out[2 * k] = __uint_as_float(w << 16);
+      out[2 * k + 1] = __uint_as_float(w & 0xffff0000u);
+    }
+  } else {
+    CUFUSE_UNROLL
+    for (int u = 0; u < V; ++u) {
+      out[u] = convert<C>(r.v[u]);
+    }
+  }
+}
+
 /// A leaf in the row kernel: `ptr` is rebased to the current row, `last` is its stride along
 /// the row (0: repeated), `rstr` its strides along the row's leading coordinates. Before the
 /// tree is evaluated over a chunk of V columns, `load` brings the leaf's V values into
@@ -115,7 +141,7 @@ struct row_leaf {
     }
   }
   /// Loads columns [j0, j0 + count) (count <= V; the tail chunk has fewer).
-  CUFUSE_INLINE void load(int j0, int count, const unsigned char* staged) {
+  CUFUSE_DEVICE __forceinline__ void load(int j0, int count, const unsigned char* staged) {
     using Regs = lane_regs<value_type, V>;
     using Staged = lane_regs<staged_type, V>;
     const index_t s = last();
@@ -130,11 +156,8 @@ struct row_leaf {
     if (smem >= 0) {
       const staged_type* row = reinterpret_cast<const staged_type*>(staged + smem) + j0;
       if (count == V) {
-        const Staged r = *reinterpret_cast<const Staged*>(row);
-        CUFUSE_UNROLL
-        for (int u = 0; u < V; ++u) {
-          reg[u] = convert<compute_type>(r.v[u]);
-        }
+        const Staged r = *reinterpret_cast<const Staged*>(row); // one 16-byte access
+        unpack_lanes(r, reg);
       } else {
         CUFUSE_UNROLL
         for (int u = 0; u < V; ++u) {
@@ -143,21 +166,26 @@ struct row_leaf {
       }
       return;
     }
-    const value_type* from = vec ? ptr + j0 : ptr + j0 * s;
-    if (count == V && vec) {
-      Regs r;
-      const auto* w = reinterpret_cast<const typename Regs::word_t*>(from);
-      auto* to = reinterpret_cast<typename Regs::word_t*>(r.v);
-      CUFUSE_UNROLL
-      for (int c = 0; c < Regs::words; ++c) {
-        to[c] = w[c];
-      }
-      CUFUSE_UNROLL
-      for (int u = 0; u < V; ++u) {
-        reg[u] = convert<compute_type>(r.v[u]);
+    if (vec) { // contiguous: no multiplication by the stride
+      const value_type* from = ptr + j0;
+      if (count == V) {
+        Regs r;
+        const auto* w = reinterpret_cast<const typename Regs::word_t*>(from);
+        auto* to = reinterpret_cast<typename Regs::word_t*>(r.v);
+        CUFUSE_UNROLL
+        for (int c = 0; c < Regs::words; ++c) {
+          to[c] = w[c];
+        }
+        unpack_lanes(r, reg);
+      } else {
+        CUFUSE_UNROLL
+        for (int u = 0; u < V; ++u) {
+          reg[u] = u < count ? convert<compute_type>(from[u]) : compute_type(0);
+        }
       }
       return;
     }
+    const value_type* from = ptr + index_t(j0) * s;
     CUFUSE_UNROLL
     for (int u = 0; u < V; ++u) {
       // every register is written on every load: none stays live from an earlier chunk
