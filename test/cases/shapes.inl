@@ -494,9 +494,10 @@ TEST_CASE("views of views, host and device memory, and user-made strided views",
 
 TEST_CASE("layout changes of 1- and 2-byte elements, mixed operand sizes, misaligned views",
           "[shapes][views]") {
-  // even extents: the tiled kernel moves 4 bytes per thread and access on the GPU
-  {
-    const index_t a = 2, b = 130, c = 96;
+  // extents that are multiples of 4 (bf16) or 8 (uint8): the tiled kernel moves 8 bytes per
+  // thread and access on the GPU; 130 is not, so the scalar tiles run it
+  for (auto [b, c] : {std::pair<index_t, index_t>{132, 100}, {130, 96}}) {
+    const index_t a = 2;
     auto P = random_tensor<__nv_bfloat16, 3>({a, b, c});
     auto Z = random_tensor<float, 3>({a, c, b}); // a wider operand read along the innermost
     auto s = random_tensor<__nv_bfloat16, 1>(cufuse::extents<1>(b));
@@ -507,17 +508,19 @@ TEST_CASE("layout changes of 1- and 2-byte elements, mixed operand sizes, misali
       return P.v[(i[0] * b + i[2]) * c + i[1]] * s.v[i[2]] + Z.v[(i[0] * c + i[1]) * b + i[2]];
     });
   }
-  for (index_t n : {index_t(64), index_t(100), index_t(102)}) {
+  for (index_t n : {index_t(64), index_t(100), index_t(102), index_t(104)}) {
     auto U = random_tensor<std::uint8_t, 2>({index_t(40), n}, 0, 200);
     cufuse::tensor<std::uint8_t, 2, space> T({n, index_t(40)});
     poison(T);
     T = cufuse::transpose(U.t) + std::uint8_t(1);
     expect_all("uint8 transpose", T, [&](const idx_t<2>& i) { return U.v[i[1] * n + i[0]] + 1; });
-    auto H = random_tensor<__half, 2>({index_t(66), n});
-    cufuse::tensor<__half, 2, space> HT({n, index_t(66)});
-    poison(HT);
-    HT = cufuse::transpose(H.t);
-    expect_all("half transpose", HT, [&](const idx_t<2>& i) { return H.v[i[1] * n + i[0]]; });
+    for (index_t r : {index_t(66), index_t(68)}) {
+      auto H = random_tensor<__half, 2>({r, n});
+      cufuse::tensor<__half, 2, space> HT({n, r});
+      poison(HT);
+      HT = cufuse::transpose(H.t);
+      expect_all("half transpose", HT, [&](const idx_t<2>& i) { return H.v[i[1] * n + i[0]]; });
+    }
   }
   // a view one element in: the vector accesses would be misaligned, so the scalar tiles run
   auto big = random_tensor<__nv_bfloat16, 1>(cufuse::extents<1>(64 * 64 + 1));

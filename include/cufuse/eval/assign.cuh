@@ -147,7 +147,8 @@ void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
     return;
   case eval_kind::tile:
     if constexpr (R >= 2) { // the plan stages tiles only across two dimensions
-      constexpr int tile_vec = vec >= 8 ? vec / 4 : 1; // 4-byte accesses of the smallest element
+      // tile_access-byte accesses of the smallest element
+      constexpr int tile_vec = vec >= 8 ? vec / (16 / tile_access) : 1;
       if constexpr (tile_vec > 1) {
         if (pl.vec > 1) {
           if (pl.wide) {

@@ -100,9 +100,9 @@ bool strides_multiple(const strides<R>& s, int v, int skip) {
 }
 
 /// The layout-changing kernel may move `tv` elements per thread and access (tv x the smallest
-/// element = 4 bytes) when every vector stays aligned and inside the tile: staged operands are
-/// of the smallest element size, extents are multiples of tv, and every operand read along the
-/// innermost dimension is contiguous (aligned) or repeated there.
+/// element = tile_access bytes) when every vector stays aligned and inside the tile: staged
+/// operands are of the smallest element size, extents are multiples of tv, and every operand read
+/// along the innermost dimension is contiguous (aligned) or repeated there.
 template <int R, int L>
 bool tile_vec_ok(const eval_plan<R, L>& pl, const operand_info<R>& dst,
                  const std::array<operand_info<R>, L>& src, int tv) {
@@ -117,7 +117,7 @@ bool tile_vec_ok(const eval_plan<R, L>& pl, const operand_info<R>& dst,
   for (int l = 0; l < L; ++l) {
     const strides<R>& s = pl.leaves.str[l];
     if (pl.leaves.smem[l] >= 0) {
-      if (src[l].elem * tv != 4 || !aligned(src[l].ptr, 4) || s[in] % tv != 0 ||
+      if (src[l].elem * tv != tile_access || !aligned(src[l].ptr, tile_access) || s[in] % tv != 0 ||
           !strides_multiple(s, tv, pl.tile_a)) {
         return false;
       }
@@ -253,7 +253,8 @@ eval_plan<R, L> make_plan(const operand_info<R>& dst, const extents<R>& shape,
         }
       }
       pl.kind = eval_kind::tile;
-      pl.vec = tile_vec_ok<R, L>(pl, dst, src, vec_width / 4) ? vec_width / 4 : 1;
+      const int tv = vec_width >= 8 ? vec_width / (16 / tile_access) : 1;
+      pl.vec = tile_vec_ok<R, L>(pl, dst, src, tv) ? tv : 1;
       return pl;
     }
   }
