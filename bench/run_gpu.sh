@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
-#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|bench|gemm|sustained|epilogue|conv|anyshape|smallm|online|all]      (from the repository root)
+#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|memtest|membench|bench|gemm|sustained|epilogue|conv|anyshape|smallm|online|all]      (from the repository root)
 # Environment: NO_SANITIZE, NO_BENCH, NO_TORCH skip parts of the reduce mode; CTEST_ARGS.
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
@@ -357,6 +357,67 @@ if [ "$what" = reduce ] || [ "$what" = all ]; then
   fi
   python3 bench/shapes_report.py "$OUT/logs/reduce_cufuse.json" "$OUT/logs/reduce_torch.json" "$OUT/reduce" Reductions
   fi
+fi
+
+if [ "$what" = memtest ]; then
+  # Everything but GEMM and conv (the fusion core, N-d shapes, reductions): its ctest, the
+  # reduction samples, memcheck / racecheck of the shape and reduction suites, then the
+  # membench tables. NO_TESTS, NO_SANITIZE, NO_BENCH skip parts (the build is kept between
+  # calls on a warm machine).
+  step "build (no GEMM / conv targets)"
+  build_targets memtest cufuse_gpu_tests cufuse_host_tests cufuse_reduce_gpu_tests \
+    cufuse_debug_sync_test cufuse_tune_tests cufuse_no_device_test quickstart user_kernel \
+    gelu_dropout_scale softmax layernorm graph cufuse_bench_shapes cufuse_bench_reduce
+  if [ -z "${NO_TESTS:-}" ]; then
+    step "ctest (no GEMM / conv / package)"
+    ctest --test-dir build-gpu --output-on-failure -j4 -E "gemm|conv|epilogue|tool|package|resnet|mlp|sample" \
+      2>&1 | tee "$OUT/ctest_mem.log" | tail -30
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    for s in quickstart user_kernel gelu_dropout_scale softmax layernorm graph; do
+      build-gpu/samples/$s >"$OUT/logs/sample_$s.log" 2>&1
+      rc=$?; echo "sample $s exit $rc: $(tail -1 "$OUT/logs/sample_$s.log")" | tee -a "$OUT/ctest_mem.log"
+      [ $rc = 0 ] || status=1
+    done
+  fi
+  if [ -z "${NO_SANITIZE:-}" ]; then
+    step "memcheck / racecheck (shapes, device-only, reductions but [large])"
+    for tool in memcheck racecheck; do
+      timeout ${SAN_TIMEOUT:-240} compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
+        build-gpu/test/cufuse_gpu_tests "[shapes],[gpu]~[large]" >"$OUT/logs/${tool}_shapes.log" 2>&1
+      rc=$?; echo "$tool shapes exit $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/logs/${tool}_shapes.log" | tail -1)" | tee -a "$OUT/sanitizers_mem.log"
+      [ $rc = 0 ] || status=1
+      timeout ${SAN_TIMEOUT:-240} compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
+        build-gpu/test/cufuse_reduce_gpu_tests "~[large]" >"$OUT/logs/${tool}_reduce.log" 2>&1
+      rc=$?; echo "$tool reduce exit $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/logs/${tool}_reduce.log" | tail -1)" | tee -a "$OUT/sanitizers_mem.log"
+      [ $rc = 0 ] || status=1
+    done
+  fi
+  [ -n "${NO_BENCH:-}" ] && exit $status
+  what=membench
+  SKIP_MEMBENCH_BUILD=1
+fi
+
+if [ "$what" = membench ]; then
+  # The shapes and reduction benchmarks alone (no tests), with their PyTorch peers: a quick
+  # same-run table of every memory-bound row (NO_TORCH skips the peers; BUILD_ONLY=1 builds and
+  # stops, e.g. for bench/profile_reduce.sh).
+  if [ -z "${SKIP_MEMBENCH_BUILD:-}" ]; then
+    step "build shapes + reduction benchmarks"
+    build_targets membench cufuse_bench_shapes cufuse_bench_reduce
+  fi
+  [ -n "${BUILD_ONLY:-}" ] && exit 0
+  for b in shapes reduce; do
+    step "$b benchmark (C++)"
+    build-gpu/bench/cufuse_bench_$b --out "$OUT/logs/${b}_cufuse.json" 2>&1 | tee "$OUT/logs/${b}_bench.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    if [ -z "${NO_TORCH:-}" ]; then
+      step "PyTorch eager + torch.compile ($b)"
+      PYTHONUNBUFFERED=1 timeout 420 python3 bench/torch_$b.py --out "$OUT/logs/${b}_torch.json" \
+        >"$OUT/logs/${b}_torch.log" 2>&1 || { echo "torch $b bench failed:"; tail -5 "$OUT/logs/${b}_torch.log"; }
+    fi
+  done
+  python3 bench/shapes_report.py "$OUT/logs/shapes_cufuse.json" "$OUT/logs/shapes_torch.json" "$OUT/shapes"
+  python3 bench/shapes_report.py "$OUT/logs/reduce_cufuse.json" "$OUT/logs/reduce_torch.json" "$OUT/reduce" Reductions
 fi
 
 if [ "$what" = bench ] || [ "$what" = all ]; then
