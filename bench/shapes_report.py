@@ -44,6 +44,7 @@ def main():
                "host_us": h, "rows": merged},
               open(prefix + ".json", "w"), indent=1)
     print("\n".join(lines))
+    title = sys.argv[4] if len(sys.argv) > 4 else "N-d shapes"
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -59,13 +60,41 @@ def main():
         ax.set_xticks(list(xs))
         ax.set_xticklabels(labels, fontsize=7)
         ax.set_ylabel("GB/s / device-to-device copy")
-        title = sys.argv[4] if len(sys.argv) > 4 else "N-d shapes"
         ax.set_title(f"{title}, {c['device']} (copy {copy:.0f} GB/s)")
         ax.legend()
         fig.tight_layout()
         fig.savefig(prefix + ".png", dpi=110)
-    except ImportError:
-        pass
+    except ImportError:  # no matplotlib: the same bars as SVG
+        write_svg(prefix + ".svg", merged, copy, f"{title}, {c['device']} (copy {copy:.0f} GB/s)")
+
+
+def write_svg(path, rows, copy, title):
+    """Grouped bars of GB/s / copy (cufuse, torch eager, torch.compile) per workload, as SVG."""
+    keys = (("gbps", "cufuse", "#1f77b4"), ("torch_eager_gbps", "torch eager", "#ff7f0e"),
+            ("torch_compile_gbps", "torch.compile", "#2ca02c"))
+    w, h, left, top, bottom, slot = 60 + 90 * len(rows), 420, 50, 40, 130, 90
+    y = lambda r: top + (h - top - bottom) * (1 - min(r, 1.2) / 1.2)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" '
+           f'font-size="10"><rect width="100%" height="100%" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="13">{title}</text>']
+    for t in (0.2, 0.4, 0.6, 0.8, 1.0, 1.2):
+        out.append(f'<line x1="{left}" x2="{w - 10}" y1="{y(t):.1f}" y2="{y(t):.1f}" '
+                   f'stroke="{"black" if t == 1.0 else "#ddd"}"/><text x="{left - 30}" '
+                   f'y="{y(t) + 3:.1f}">{t:.1f}</text>')
+    for i, r in enumerate(rows):
+        x0 = left + 10 + i * slot
+        for k, (key, _, color) in enumerate(keys):
+            v = (r.get(key) or 0) / copy
+            out.append(f'<rect x="{x0 + k * 24}" y="{y(v):.1f}" width="22" '
+                       f'height="{y(0) - y(v):.1f}" fill="{color}"/>')
+        label = f"{r['workload'][:28]} {r['dtype']}".replace("&", "&amp;").replace("<", "&lt;")
+        out.append(f'<text transform="translate({x0 + 30},{y(0) + 8:.1f}) rotate(40)">{label}</text>')
+    for k, (_, name, color) in enumerate(keys):
+        out.append(f'<rect x="{w - 130}" y="{30 + 14 * k}" width="10" height="10" fill="{color}"/>'
+                   f'<text x="{w - 115}" y="{39 + 14 * k}">{name}</text>')
+    out.append(f'<text x="8" y="{y(0.6):.1f}" transform="rotate(-90 8 {y(0.6):.1f})">'
+               'GB/s / device-to-device copy</text></svg>')
+    open(path, "w").write("\n".join(out) + "\n")
 
 
 if __name__ == "__main__":

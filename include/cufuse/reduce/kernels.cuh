@@ -38,6 +38,10 @@ inline constexpr int reduce_unroll = 4;
 #define CUFUSE_FLAT_UNROLL 4
 #endif
 #ifndef CUFUSE_FLAT_INTERLEAVE
+/// 1: the flat kernel's grid sweeps the array together (access k of the grid's thread t at
+/// t + k * threads); 0: each block folds a contiguous chunk. Measured on the H100 (same run,
+/// 2^28 fp32): sum(B * C) 0.93 / 1.02x copy, argmax 0.94 / 0.98x, var 0.91 / 0.98x for 0 / 1;
+/// a thousand blocks each streaming its own region kept the DRAM less busy than one sweep.
 #define CUFUSE_FLAT_INTERLEAVE 1
 #endif
 /// Accesses in flight per thread in the flat kernel.
@@ -335,9 +339,10 @@ __global__ void __launch_bounds__(reduce_block)
 
 /// A full reduction over operands that are all contiguous with the input's shape and aligned:
 /// the input read as one flat array, V elements per access (16 bytes of the widest operand),
-/// flat_unroll accesses in flight per thread. Block b folds [b * chunk, (b + 1) * chunk)
-/// (chunk a multiple of V) and writes its state to partial[b], or the result when there is
-/// one block.
+/// flat_unroll accesses in flight per thread. The grid's threads take consecutive accesses
+/// and step over the whole grid (CUFUSE_FLAT_INTERLEAVE; else block b folds [b * chunk,
+/// (b + 1) * chunk), chunk a multiple of V); each thread adds its values in increasing index
+/// order. Block b writes its state to partial[b], or the result when there is one block.
 template <int V, class Red, class Arg, class Out>
 __global__ void __launch_bounds__(reduce_block)
     reduce_flat_kernel(Out* out, Red red, Arg arg, index_t n, index_t chunk,
