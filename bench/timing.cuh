@@ -4,6 +4,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "../src/tools/hold_stream.cuh"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,15 +25,7 @@
 
 namespace bench {
 
-/// Holds the stream for `ns` nanoseconds (one thread spinning on the global timer), so that the
-/// host enqueues what follows while the device is busy and the timed kernels start back to back.
-__global__ void hold_stream(long long ns) {
-  long long t0 = 0, t = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
-}
+using cufuse_tools::hold_stream; // the host enqueues what follows while the device is busy
 
 struct timer {
   cudaEvent_t start, stop;

@@ -16,6 +16,7 @@
 /// --dtypes given; a 1x1 convolution that runs as a GEMM tunes that GEMM; tune_conv.hpp).
 #include "../gemm/engine.hpp" // the static heuristic's pick, reported beside the tuned one
 #include "cublas_gemm.hpp"
+#include "hold_stream.cuh"
 #include "tune_conv.hpp"
 #include "tune_epilogue.hpp"
 
@@ -234,15 +235,6 @@ __global__ void fill_uniform(T* p, long long n, unsigned seed) {
     x ^= x >> 15;
     p[i] = static_cast<T>(float(x & 0xffff) / 32768.0f - 1.0f);
   }
-}
-
-/// Spins one thread for `ns` nanoseconds of the GPU's global timer.
-__global__ void hold_stream(long long ns) {
-  long long t0 = 0, t = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
 }
 
 /// Device buffers for one (dtype, shape, transpose) key: `sets` rotating copies of A, B and C.
@@ -689,7 +681,7 @@ int main(int argc, char** argv) {
             // The stream is kept busy while the host enqueues the timed call, so its event pair
             // brackets the kernel, not the host's launch path (a few microseconds, which on a
             // 20-40 us problem would outweigh the differences between variants).
-            hold_stream<<<1, 1, 0, stream>>>(50'000);
+            cufuse_tools::hold_stream<<<1, 1, 0, stream>>>(50'000);
             CHECK(cudaGetLastError());
             CHECK(cudaEventRecord(e0, stream));
             launch(i);
