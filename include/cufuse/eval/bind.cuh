@@ -30,6 +30,8 @@ inline constexpr int tile_rows = 4;
 /// {0, 2, 1}) + Z` [64, 1024, 1024], same run): 4-byte accesses 0.80x copy, 8-byte 0.94x,
 /// 16-byte 0.93x (eight 2-byte column reads per access from the staged tile, bank conflicts).
 inline constexpr int tile_access = CUFUSE_TILE_ACCESS;
+static_assert(tile_access == 4 || tile_access == 8 || tile_access == 16,
+              "cufuse: CUFUSE_TILE_ACCESS must be 4, 8 or 16 (bytes per access)");
 
 /// Row pitch (in elements) of a staged tile of `elem`-byte elements: padded so that reading a
 /// column touches 32 different banks (4-byte elements), rows aligned for the accesses.
