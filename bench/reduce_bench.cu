@@ -282,6 +282,22 @@ void chunk_sweep(const char* dtype, double copy_gbps) {
                 dtype, cpt, sm, ln);
   }
   cufuse::detail::rows_chunks_per_thread.store(keep);
+#ifdef CUFUSE_ROWS_MIN_THREADS
+  // the smallest block, for short rows and for many chunks per thread
+  const int keep_min = cufuse::detail::rows_min_threads.load();
+  for (int least : {32, 64}) {
+    cufuse::detail::rows_min_threads.store(least);
+    cufuse::detail::rows_chunks_per_thread.store(16);
+    const auto [sm, ln] = in.of_copy(copy_gbps);
+    cufuse::detail::rows_chunks_per_thread.store(keep);
+    row_inputs<T> shortr(131072, 1024, 22);
+    const auto [ssm, sln] = shortr.of_copy(copy_gbps);
+    std::printf("sweep %s blocks of >= %d threads: [32768, 4096] at 16 chunks/thread softmax "
+                "%.3f, layer_norm %.3f; [131072, 1024] softmax %.3f, layer_norm %.3f of copy\n",
+                dtype, least, sm, ln, ssm, sln);
+  }
+  cufuse::detail::rows_min_threads.store(keep_min);
+#endif
 }
 
 /// When a cluster of blocks shares a row (detail::rows_cluster_from: staged bytes per row above
@@ -341,6 +357,7 @@ int main(int argc, char** argv) {
   rowwise<bf16>("bf16", 32768, 4096, false, rows);
   for (index_t n : {index_t(1024), index_t(8192), index_t(32768)}) {
     rowwise<float>("fp32", (index_t(1) << 27) / n, n, true, rows);
+    rowwise<bf16>("bf16", (index_t(1) << 27) / n, n, true, rows);
   }
   axis_sums(rows);
   full(rows);

@@ -30,6 +30,7 @@ def workloads(dev):
     yield from rowwise(dev, "bf16", torch.bfloat16, 32768, 4096, False)
     for n in (1024, 8192, 32768):
         yield from rowwise(dev, "fp32", torch.float32, (1 << 27) // n, n, True)
+        yield from rowwise(dev, "bf16", torch.bfloat16, (1 << 27) // n, n, True)
     m = n = 8192
     x = torch.empty(m, n, device=dev).uniform_(-2, 2)
     yield ("sum(X, 1) [8192, 8192]", "fp32", lambda x: x.sum(1), (x,), (m * n + m) * 4)

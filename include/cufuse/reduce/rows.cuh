@@ -42,6 +42,13 @@ inline constexpr int rows_static_reserve = 8 * 1024;
 /// reduce_bench.cu sweep, [32768, 4096]): 8 beat 1, 2, 4 and 16 for fp32 and bf16 (more rows
 /// in flight per SM; fp32 softmax 0.48 / 0.66 / 0.76 of copy at 2 / 4 / 8).
 inline std::atomic<int> rows_chunks_per_thread{8};
+#ifndef CUFUSE_ROWS_MIN_THREADS
+#define CUFUSE_ROWS_MIN_THREADS 32
+#endif
+/// The row kernel's smallest block (short rows): a power of two from 32. Measured on the H100
+/// (reduce_bench, [131072, 1024] rows): 32 threads ran bf16 softmax / layer_norm at 0.87 / 0.84
+/// of copy, 64 at 0.65 / 0.60 (twice the rows in flight per SM at the same registers).
+inline std::atomic<int> rows_min_threads{CUFUSE_ROWS_MIN_THREADS};
 /// Staged bytes per row above which a cluster of blocks shares each row (sm_90, up to 8
 /// blocks; see rows_kernel), and the part of a row a block of the cluster stages at most (the
 /// cluster is the smallest power of two that gets there). Measured on the H100 (reduce_bench's
@@ -546,9 +553,50 @@ CUFUSE_DEVICE void store_words(T* to, const lane_regs<T, V>& r) {
   }
 }
 
-/// Copies a leaf's row into its staged row (as staged_t): chunks of V columns, up to B chunks'
-/// loads in flight per thread before their stores (a thread keeps the same chunks in every pass).
-template <int V, int B, class X>
+#ifndef CUFUSE_ROWS_CP_ASYNC
+#define CUFUSE_ROWS_CP_ASYNC 1
+#endif
+#ifndef CUFUSE_ROWS_CP_ASYNC_CG
+#define CUFUSE_ROWS_CP_ASYNC_CG 1
+#endif
+/// Staging by cp.async (sm_80+, a leaf staged as its own type, contiguous and aligned rows):
+/// every chunk of the thread's part of the row is in flight at once, without registers to
+/// hold it; the thread waits for its own copies (rows_stage_wait) before it reads them.
+template <class T, class C, int V>
+inline constexpr bool rows_cp_async_v =
+    CUFUSE_ROWS_CP_ASYNC != 0 && std::is_same_v<T, C> &&
+    (V * sizeof(T) == 4 || V * sizeof(T) == 8 || V * sizeof(T) == 16);
+
+/// One chunk of `Bytes` (4, 8 or 16) from global to a shared-memory byte address.
+template <int Bytes>
+CUFUSE_DEVICE __forceinline__ void rows_cp_async(unsigned to, const void* from) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (Bytes == 16) { // .cg: around L1, the row is read once
+#if CUFUSE_ROWS_CP_ASYNC_CG
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(from));
+#else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(from));
+#endif
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(to), "l"(from), "n"(Bytes));
+  }
+#endif
+}
+
+/// Waits for this thread's staging copies: its staged chunks are then readable by it.
+CUFUSE_DEVICE __forceinline__ void rows_stage_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (CUFUSE_ROWS_CP_ASYNC != 0) {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  }
+#endif
+}
+
+/// Copies a leaf's row into its staged row (as staged_t): chunks of V columns, by cp.async
+/// where it can, else up to B chunks' loads in flight per thread before their stores (a thread
+/// keeps the same chunks in every pass).
+template <int V, int B, bool Async, class X>
 CUFUSE_DEVICE void stage_row(const X& node, unsigned char* staged, int full, int rest, int tid,
                              int threads) {
   using T = typename X::value_type;
@@ -556,6 +604,27 @@ CUFUSE_DEVICE void stage_row(const X& node, unsigned char* staged, int full, int
   using Regs = lane_regs<T, V>;
   using W = typename Regs::word_t;
   C* row = reinterpret_cast<C*>(staged + node.smem);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (Async && rows_cp_async_v<T, C, V>) {
+    if (node.vec) {
+      constexpr int bytes = int(V * sizeof(T));
+      const unsigned base = unsigned(__cvta_generic_to_shared(row));
+#pragma unroll 1
+      for (int ch = tid; ch < full; ch += threads) {
+        rows_cp_async<bytes>(base + unsigned(ch * bytes), node.ptr + ch * V);
+      }
+      if (rest > 0 && tid == int(full % threads)) {
+        CUFUSE_UNROLL
+        for (int u = 0; u < V; ++u) {
+          if (u < rest) {
+            row[full * V + u] = node.ptr[full * V + u];
+          }
+        }
+      }
+      return;
+    }
+  }
+#endif
   if (node.vec) {
     for (int ch0 = tid; ch0 < full; ch0 += B * threads) {
       Regs r[B];
@@ -670,11 +739,14 @@ __global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
       using X = std::remove_cvref_t<decltype(node)>;
       if constexpr (is_row_leaf_v<X>) {
         if (node.stage) {
-          stage_row<V, 4>(node, staged, full, rest, tid, threads);
+          stage_row<V, 4, !Clustered>(node, staged, full, rest, tid, threads);
         }
       }
     };
     for_index_device<K>([&](auto k) { for_each_row_node(get<decltype(k)::value>(t), stage); });
+    if constexpr (!Clustered) {
+      rows_stage_wait();
+    }
     // 2. the reductions, inner ones first; row constants once their reductions are known
     auto reduce = [&](auto& node) {
       using X = std::remove_cvref_t<decltype(node)>;
@@ -1066,10 +1138,10 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
     w.div[k] = fast_divmod<std::uint64_t>(std::uint64_t(shape[k] > 0 ? shape[k] : 1));
   }
   // Threads: enough that each has at most rows_chunks_per_thread chunks of its block's part,
-  // 64 to 512.
+  // rows_min_threads (a warp) to 512.
   const index_t chunks = part / V;
   const int per_thread = rows_chunks_per_thread.load(std::memory_order_relaxed);
-  int threads = 64;
+  int threads = rows_min_threads.load(std::memory_order_relaxed);
   while (threads < rows_max_threads && index_t(threads) * per_thread < chunks) {
     threads *= 2;
   }
