@@ -383,7 +383,7 @@ if [ "$what" = memtest ]; then
     step "memcheck / racecheck (shapes, device-only, reductions but [large])"
     for tool in memcheck racecheck; do
       timeout ${SAN_TIMEOUT:-240} compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
-        build-gpu/test/cufuse_gpu_tests "[shapes],[gpu]~[large]" >"$OUT/logs/${tool}_shapes.log" 2>&1
+        build-gpu/test/cufuse_gpu_tests "[shapes],[gpu]~[large]~[oom]" >"$OUT/logs/${tool}_shapes.log" 2>&1
       rc=$?; echo "$tool shapes exit $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/logs/${tool}_shapes.log" | tail -1)" | tee -a "$OUT/sanitizers_mem.log"
       [ $rc = 0 ] || status=1
       timeout ${SAN_TIMEOUT:-240} compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
