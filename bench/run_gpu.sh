@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
 #   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|memtest|membench|bench|gemm|sustained|epilogue|conv|anyshape|smallm|online|all]      (from the repository root)
-# Environment: NO_SANITIZE, NO_BENCH, NO_TORCH skip parts of the reduce mode; CTEST_ARGS.
+# Environment: NO_SANITIZE, NO_BENCH, NO_TORCH, NO_HOST skip parts of the reduce mode; CTEST_ARGS.
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
 set -uo pipefail
@@ -322,9 +322,12 @@ fi
 
 if [ "$what" = reduce ] || [ "$what" = all ]; then
   # Reductions: the reduction suites (host and GPU, memcheck and racecheck on the GPU ones but
-  # [large]), the reduction benchmark and its PyTorch peers in the same run.
+  # [large]), the reduction benchmark and its PyTorch peers in the same run. NO_HOST=1 leaves
+  # out the host tests (CI runs them).
   step "build reduction tests + bench"
-  cmake --build build-gpu -j"$jobs" --target cufuse_reduce_gpu_tests cufuse_host_tests cufuse_bench_reduce \
+  host_target=cufuse_host_tests
+  [ -n "${NO_HOST:-}" ] && host_target=
+  cmake --build build-gpu -j"$jobs" --target cufuse_reduce_gpu_tests $host_target cufuse_bench_reduce \
     softmax layernorm graph >"$OUT/logs/build-reduce.log" 2>&1 || { tail -30 "$OUT/logs/build-reduce.log"; exit 1; }
   step "reduction samples"
   for s in softmax layernorm graph; do
@@ -334,7 +337,7 @@ if [ "$what" = reduce ] || [ "$what" = all ]; then
     [ $rc = 0 ] || status=1
   done
   step "reduction tests"
-  build-gpu/test/cufuse_host_tests "[reduce]" 2>&1 | tail -3 | tee "$OUT/logs/reduce_host.log"
+  [ -z "${NO_HOST:-}" ] && build-gpu/test/cufuse_host_tests "[reduce]" 2>&1 | tail -3 | tee "$OUT/logs/reduce_host.log"
   build-gpu/test/cufuse_reduce_gpu_tests 2>&1 | tail -25 | tee "$OUT/reduce_gpu.log"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   if [ -z "${NO_SANITIZE:-}" ]; then
