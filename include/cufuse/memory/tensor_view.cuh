@@ -62,6 +62,17 @@ struct alignas(V * sizeof(T) < 16 ? V * sizeof(T) : 16) lane_regs {
   static constexpr int words = bytes / word;
   T v[V];
   CUFUSE_INLINE opmath_t<T> at(int k) const { return convert<opmath_t<T>>(v[k]); }
+  /// V elements from memory at `from`, aligned to the vector's size: one access per word.
+  CUFUSE_INLINE static lane_regs load(const T* from) {
+    lane_regs r;
+    const auto* src = reinterpret_cast<const word_t*>(from);
+    auto* dst = reinterpret_cast<word_t*>(r.v);
+    CUFUSE_UNROLL
+    for (int c = 0; c < words; ++c) {
+      dst[c] = src[c];
+    }
+    return r;
+  }
 };
 
 /// A block of memory viewed as a rank-`Rank` tensor through strides (in elements); the only

@@ -198,14 +198,7 @@ struct row_leaf {
     if (vec) { // contiguous: no multiplication by the stride
       const value_type* from = ptr + j0;
       if (count == V) {
-        Regs r;
-        const auto* w = reinterpret_cast<const typename Regs::word_t*>(from);
-        auto* to = reinterpret_cast<typename Regs::word_t*>(r.v);
-        CUFUSE_UNROLL
-        for (int c = 0; c < Regs::words; ++c) {
-          to[c] = w[c];
-        }
-        unpack_lanes(r, reg);
+        unpack_lanes(Regs::load(from), reg);
       } else {
         CUFUSE_UNROLL
         for (int u = 0; u < V; ++u) {
@@ -618,7 +611,6 @@ CUFUSE_DEVICE void stage_row(const X& node, const row_ctx<R>& at, unsigned char*
   using T = typename X::value_type;
   using C = typename X::staged_type;
   using Regs = lane_regs<T, V>;
-  using W = typename Regs::word_t;
   C* row = reinterpret_cast<C*>(staged + node.smem);
   const T* src = node.at_row(at);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -648,9 +640,9 @@ CUFUSE_DEVICE void stage_row(const X& node, const row_ctx<R>& at, unsigned char*
       CUFUSE_UNROLL
       for (int b = 0; b < B; ++b) {
         const int ch = ch0 + b * threads;
-        if (ch < full) {
-          const auto* from = reinterpret_cast<const W*>(src + ch * V);
-          auto* to = reinterpret_cast<W*>(r[b].v);
+        if (ch < full) { // word by word: `r[b] = Regs::load(...)` gave other, unmeasured code
+          const auto* from = reinterpret_cast<const typename Regs::word_t*>(src + ch * V);
+          auto* to = reinterpret_cast<typename Regs::word_t*>(r[b].v);
           CUFUSE_UNROLL
           for (int c = 0; c < Regs::words; ++c) {
             to[c] = from[c];
