@@ -487,6 +487,128 @@ TEST_CASE("gemm epilogue: operands whose rows are not 16-byte aligned (in-place 
   check_close<__nv_bfloat16>(host_of(y), want, "the default choice");
 }
 
+/// Checks every variant of Y = relu(acc + bias) + R on A [m, k], B [k, n] for the residual view
+/// `r` (host values `hr`, row-major [m, n]) and the output view `y`.
+template <class RV, class YV>
+void residual_case(const std::string& what, const cufuse::tensor<__nv_bfloat16, 2>& a,
+                   const cufuse::tensor<__nv_bfloat16, 2>& b,
+                   const cufuse::tensor<__nv_bfloat16, 1>& bias, const std::vector<double>& acc,
+                   const std::vector<float>& hbias, RV r, const std::vector<float>& hr, YV y,
+                   cufuse::tensor<__nv_bfloat16, 2>& ybase, index_t m, index_t n) {
+  std::vector<double> want(acc.size());
+  for (index_t i = 0; i < m; ++i) {
+    for (index_t j = 0; j < n; ++j) {
+      const std::size_t e = std::size_t(i * n + j);
+      want[e] = relu_ref(acc[e] + hbias[std::size_t(j)]) + hr[e];
+    }
+  }
+  const auto epi = cufuse::relu(cufuse::acc + bias) + r;
+  const auto names = cufuse::tuning::epilogue_variants(a, b, y, epi);
+  REQUIRE(!names.empty());
+  for (const std::string& v : names) {
+    INFO(what << ", variant " << v << ", m " << m << " n " << n);
+    poison_nan(ybase);
+    cufuse::gemm_options o;
+    o.variant = v;
+    cufuse::gemm(a, b, y, epi, o);
+    // The output's elements, wherever y lies in ybase.
+    const auto all = host_of(ybase);
+    const index_t ld = ybase.shape()[1];
+    std::vector<float> got(std::size_t(m * n));
+    for (index_t i = 0; i < m; ++i) {
+      for (index_t j = 0; j < n; ++j) {
+        got[std::size_t(i * n + j)] = all[std::size_t(i * ld + j)];
+      }
+    }
+    check_close<__nv_bfloat16>(got, want, what + " " + v);
+  }
+}
+
+TEST_CASE("gemm epilogue: a residual laid out as C (staged in shared memory) and in other "
+          "layouts (read from global memory)",
+          "[gemm][epilogue]") {
+  std::mt19937 rng(Catch::rngSeed() + 29);
+  using bf = __nv_bfloat16;
+  for (const dims& d : {dims{129, 136, 96}, dims{256, 256, 64}}) {
+    const index_t m = d.m, n = d.n, k = d.k;
+    cufuse::tensor<bf, 2> a({m, k}), b({k, n});
+    cufuse::tensor<bf, 1> bias({n});
+    const auto ha = fill_random(a, data_kind::small_integers, rng);
+    const auto hb = fill_random(b, data_kind::small_integers, rng);
+    const auto hbias = fill_random(bias, data_kind::reals, rng);
+    const auto acc = product(ha, hb, m, n, k, false, false);
+    // Residuals: [m, n] itself; [m, n + 8] and [m + 1, n] (a view at its second element: a
+    // 2-byte base offset) and [n, m] transposed, each holding the same values at R's elements.
+    cufuse::tensor<bf, 2> r({m, n}), wide({m, n + 8}), off({m + 1, n}), rt({n, m});
+    const auto hr = fill_random(r, data_kind::reals, rng);
+    {
+      std::vector<bf> w(std::size_t(m * (n + 8))), o(std::size_t((m + 1) * n)),
+          t(std::size_t(n * m));
+      for (index_t i = 0; i < m; ++i) {
+        for (index_t j = 0; j < n; ++j) {
+          const bf v = __float2bfloat16(hr[std::size_t(i * n + j)]);
+          w[std::size_t(i * (n + 8) + j)] = v;
+          o[std::size_t(1 + i * n + j)] = v;
+          t[std::size_t(j * m + i)] = v;
+        }
+      }
+      wide.upload(w);
+      off.upload(o);
+      rt.upload(t);
+    }
+    cufuse::tensor<bf, 2> y({m, n}), ywide({m, n + 8});
+    const auto wide_r = cufuse::slice(wide, cufuse::all, cufuse::range(0, n));
+    const auto off_r = cufuse::view(off.data() + 1, {m, n});
+    const auto ywide_v = cufuse::slice(ywide, cufuse::all, cufuse::range(0, n));
+    residual_case("R [m, n] (staged)", a, b, bias, acc, hbias, r.view(), hr, y.view(), y, m, n);
+    residual_case("R with C's leading dimension n + 8 (staged)", a, b, bias, acc, hbias, wide_r, hr,
+                  ywide_v, ywide, m, n);
+    residual_case("R with another leading dimension", a, b, bias, acc, hbias, wide_r, hr, y.view(),
+                  y, m, n);
+    residual_case("R at a 2-byte offset", a, b, bias, acc, hbias, off_r, hr, y.view(), y, m, n);
+    residual_case("R transposed", a, b, bias, acc, hbias, cufuse::transpose(rt), hr, y.view(), y, m,
+                  n);
+  }
+}
+
+TEST_CASE("gemm epilogue: batches with a per-batch residual (staged) and a shared one",
+          "[gemm][epilogue]") {
+  std::mt19937 rng(Catch::rngSeed() + 31);
+  const index_t batch = 3, m = 97, n = 80, k = 72;
+  cufuse::tensor<__nv_bfloat16, 3> a({batch, m, k}), b({batch, k, n}), r3({batch, m, n});
+  cufuse::tensor<__nv_bfloat16, 3> y({batch, m, n});
+  cufuse::tensor<__nv_bfloat16, 2> r2({m, n});
+  const auto ha = fill_random(a, data_kind::small_integers, rng);
+  const auto hb = fill_random(b, data_kind::small_integers, rng);
+  const auto hr3 = fill_random(r3, data_kind::reals, rng);
+  const auto hr2 = fill_random(r2, data_kind::reals, rng);
+  std::vector<double> want3(std::size_t(batch * m * n)), want2(want3.size());
+  for (index_t q = 0; q < batch; ++q) {
+    const std::vector<float> qa(ha.begin() + q * m * k, ha.begin() + (q + 1) * m * k);
+    const std::vector<float> qb(hb.begin() + q * k * n, hb.begin() + (q + 1) * k * n);
+    const auto acc = product(qa, qb, m, n, k, false, false);
+    for (index_t e = 0; e < m * n; ++e) {
+      const std::size_t at = std::size_t(q * m * n + e);
+      want3[at] = acc[std::size_t(e)] + hr3[at];
+      want2[at] = acc[std::size_t(e)] + hr2[std::size_t(e)];
+    }
+  }
+  const auto run = [&](const auto& epi, const std::vector<double>& want, const std::string& what) {
+    const auto names = cufuse::tuning::epilogue_variants(a, b, y, epi, {}, true);
+    REQUIRE(!names.empty());
+    for (const std::string& v : names) {
+      INFO(what << ", variant " << v);
+      poison_nan(y);
+      cufuse::gemm_options o;
+      o.variant = v;
+      cufuse::gemm_batched(a, b, y, epi, o);
+      check_close<__nv_bfloat16>(host_of(y), want, what + " " + v);
+    }
+  };
+  run(cufuse::acc + r3, want3, "per-batch residual");
+  run(cufuse::acc + r2, want2, "residual shared by the batches");
+}
+
 TEST_CASE("gemm epilogue: batches, with a per-batch bias and a shared one", "[gemm][epilogue]") {
   std::mt19937 rng(Catch::rngSeed() + 19);
   const index_t batch = 3, m = 97, n = 80, k = 72;

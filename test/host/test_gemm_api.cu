@@ -140,3 +140,57 @@ TEST_CASE("gemm epilogue: operands addressed from a tile origin by 32-bit offset
   CHECK_FALSE(cufuse::detail::local_ok_of(cufuse::detail::bind_epilogue(
       cufuse::detail::to_node(cufuse::relu(acc + bias) + wide), out, 2)));
 }
+
+TEST_CASE("gemm epilogue: the staged operand is the last of Y's dtype and rank >= 2, staged only "
+          "where it is laid out as C",
+          "[gemm_api]") {
+  using view2 = cufuse::tensor_view<float, 2, cufuse::device_space>;
+  using view1 = cufuse::tensor_view<float, 1, cufuse::device_space>;
+  using half2v = cufuse::tensor_view<__half, 2, cufuse::device_space>;
+  using cufuse::acc;
+  float* p = const_cast<float*>(fake);
+  const view1 bias(p, cufuse::extents<1>{520}, cufuse::strides<1>{1}, view1::trusted{});
+  const view2 res(p, {300, 520}, cufuse::strides<2>{{520, 1}}, view2::trusted{});
+  const view2 col(p, {300, 1}, cufuse::strides<2>{{1, 1}}, view2::trusted{});
+  const half2v hres(reinterpret_cast<__half*>(p), {300, 520}, cufuse::strides<2>{{520, 1}},
+                    half2v::trusted{});
+  auto index = [](const auto& e) {
+    using N = std::remove_cvref_t<decltype(cufuse::detail::to_node(e))>;
+    return cufuse::detail::staged_candidate<float, 2, N>::value;
+  };
+  // Leaves in tree order: relu(acc * col + bias) + res -> col 0, bias 1, res 2.
+  CHECK(index(cufuse::relu(acc * col + bias) + res) == 2);
+  CHECK(index(cufuse::relu(acc * col + bias)) == 0); // a [m, 1] column is a candidate by type
+  CHECK(index(acc + bias) == -1);                    // rank 1
+  CHECK(index(acc + hres) == -1);                    // not Y's dtype
+  CHECK(index(res * acc + hres + bias) == 0);
+  // The bound epilogue marks that leaf and reports its address and strides.
+  const cufuse::extents<3> out{1, 300, 520};
+  const auto e = cufuse::detail::to_node(cufuse::relu(acc * col + bias) + res);
+  const auto bound = cufuse::detail::bind_epilogue<2>(e, out, 2);
+  CHECK(cufuse::detail::has_staged_v<std::remove_cvref_t<decltype(bound)>>);
+  cufuse::gemm_detail::staged_operand x{};
+  cufuse::detail::find_staged(bound, x);
+  CHECK(x.ptr == p);
+  CHECK(x.sr == 520);
+  CHECK(x.sc == 1);
+  // Staged only where it is laid out as C: leading dimension, unit column stride, batch stride,
+  // 16-byte aligned base, and only on the TMA-store path.
+  cufuse::gemm_detail::gemm_args args{};
+  args.ldc = 520;
+  args.stride_c = 300 * 520;
+  args.epi_tma = 1;
+  const auto ok = [&](const void* ptr, std::int64_t sb, std::int64_t sr, std::int64_t sc,
+                      unsigned batches) {
+    return cufuse::gemm_detail::staged_ok(args, {ptr, sb, sr, sc}, batches);
+  };
+  CHECK(ok(p, 0, 520, 1, 1));
+  CHECK(ok(p, 300 * 520, 520, 1, 3));
+  CHECK_FALSE(ok(p, 0, 520, 1, 3));     // one residual for every batch, C per batch
+  CHECK_FALSE(ok(p, 0, 528, 1, 1));     // another leading dimension
+  CHECK_FALSE(ok(p, 0, 1, 300, 1));     // transposed
+  CHECK_FALSE(ok(p, 0, 0, 1, 1));       // a row broadcast [1, n]
+  CHECK_FALSE(ok(p + 1, 0, 520, 1, 1)); // a 4-byte offset
+  args.epi_tma = 0;
+  CHECK_FALSE(ok(p, 0, 520, 1, 1));
+}

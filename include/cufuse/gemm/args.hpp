@@ -27,8 +27,9 @@ struct gemm_args {
   int batch; // problems (the persistent kernels walk batch x tiles themselves)
   int splits, k_chunk;
   float alpha, beta;
-  int out_type; // dtype of C as int (the workspace of split-K is f32)
-  int epi_tma;  // wgmma kernels: store C through shared memory and TMA (set by the launcher)
+  int out_type;    // dtype of C as int (the workspace of split-K is f32)
+  int epi_tma;     // wgmma kernels: store C through shared memory and TMA (set by the launcher)
+  int epi_operand; // with epi_tma: the epilogue's staged operand is loaded by TMA (map_x)
   // Split-K (splits > 1): the fp32 workspace [batch][splits][m][n] of C as stored, and one
   // arrival counter per output tile and batch (zero at launch); c and the rest describe C.
   float* ws;

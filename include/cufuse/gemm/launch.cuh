@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -151,11 +152,12 @@ struct tma_maps {
     int m = 0, n = 0, k = 0, out_type = 0, epi_tma = 0;
     unsigned batch = 0;
     bool ta = false, tb = false, swapped = false;
+    const void* x = nullptr; // the epilogue's staged operand (gemm_args::epi_operand)
     bool operator==(const key_t&) const = default;
   };
   key_t key;
   bool valid = false;
-  CUtensorMap a{}, b{}, c{};
+  CUtensorMap a{}, b{}, c{}, x{};
 
   /// The maps for `k`: the cached ones, or those `encode(*this)` writes (then cached).
   template <class Encode>
@@ -165,6 +167,7 @@ struct tma_maps {
     }
     valid = false;
     c = CUtensorMap{};
+    x = CUtensorMap{};
     const cudaError_t e = encode(*this);
     if (e == cudaSuccess) {
       key = k;
@@ -191,6 +194,31 @@ bool tma_store_ok(const gemm_args& args, bool swapped, unsigned batches) {
          (!Cfg::tf32 || args.out_type == int(dtype::f32)) &&
          reinterpret_cast<std::uintptr_t>(args.c) % 16 == 0 && (args.ldc * out_size) % 16 == 0 &&
          (!batched_c || (args.stride_c * out_size) % 16 == 0);
+}
+
+/// An expression epilogue's staged operand (gemm/epilogue/expression.cuh): its batch-0 address
+/// and its strides in the output's [batch, rows, cols] (elements).
+struct staged_operand {
+  const void* ptr;
+  std::int64_t sb, sr, sc;
+};
+
+/// CUFUSE_GEMM_EPI_STAGE=0: an expression epilogue's staged operand is read from global memory
+/// even where it could be staged (for comparisons).
+inline bool epi_stage_allowed() {
+  static const bool allowed = [] {
+    const char* e = std::getenv("CUFUSE_GEMM_EPI_STAGE");
+    return e == nullptr || e[0] != '0';
+  }();
+  return allowed;
+}
+
+/// Whether the wgmma TMA-store epilogue (args.epi_tma) may load operand `x` into its buffers
+/// with C's boxes: laid out exactly as C (same leading dimension, unit column stride, same batch
+/// stride where there are batches, 16-byte aligned base; its dtype is C's by construction).
+inline bool staged_ok(const gemm_args& args, const staged_operand& x, unsigned batches) {
+  return epi_stage_allowed() && args.epi_tma && reinterpret_cast<std::uintptr_t>(x.ptr) % 16 == 0 &&
+         x.sc == 1 && x.sr == args.ldc && (batches <= 1 || x.sb == args.stride_c);
 }
 
 /// The launch configuration of a cluster split-K configuration's kernel (clusters of
@@ -239,12 +267,38 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
     local_ok = epi.local_strides();
   }
   args.epi_tma = !split && local_ok && tma_store_ok<Cfg>(args, swapped, batches);
+  // An expression epilogue's staged operand (a residual) laid out as C is loaded by TMA into the
+  // epilogue's buffers, as C is for beta != 0 (wgmma_store.cuh), instead of by each thread from
+  // global memory.
+  staged_operand x{};
+  args.epi_operand = 0;
+  if constexpr (requires { Epi::staged; }) {
+    if constexpr (Epi::staged) {
+      x = epi.staged_operand();
+      args.epi_operand = staged_ok(args, x, batches) ? 1 : 0;
+    }
+  }
   const std::int64_t out_size = dtype_size(static_cast<dtype>(args.out_type));
   thread_local tma_maps maps;
-  const tma_maps::key_t key{
-      args.a,        args.b,        args.c,        args.lda, args.ldb, args.ldc,
-      args.stride_a, args.stride_b, args.stride_c, args.m,   args.n,   args.k,
-      args.out_type, args.epi_tma,  batches,       ta,       tb,       swapped};
+  const tma_maps::key_t key{args.a,
+                            args.b,
+                            args.c,
+                            args.lda,
+                            args.ldb,
+                            args.ldc,
+                            args.stride_a,
+                            args.stride_b,
+                            args.stride_c,
+                            args.m,
+                            args.n,
+                            args.k,
+                            args.out_type,
+                            args.epi_tma,
+                            batches,
+                            ta,
+                            tb,
+                            swapped,
+                            args.epi_operand != 0 ? x.ptr : nullptr};
   const cudaError_t e = maps.get(key, [&](tma_maps& m) {
     const dtype t = dtype_of<typename Cfg::element>();
     const std::int64_t batch = batches;
@@ -267,6 +321,10 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
       const int box_inner = swapped ? 32 : int(128 / out_size), box_outer = swapped ? 32 : 64;
       r = encode_tma_operand(&m.c, static_cast<dtype>(args.out_type), args.c, cols, rows, args.ldc,
                              batch, args.stride_c, box_inner, box_outer);
+      if (r == cudaSuccess && args.epi_operand != 0) { // the staged operand, laid out as C
+        r = encode_tma_operand(&m.x, static_cast<dtype>(args.out_type), x.ptr, cols, rows, args.ldc,
+                               batch, args.stride_c, box_inner, box_outer);
+      }
     }
     return r;
   });
@@ -281,13 +339,13 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
     cudaLaunchConfig_t cfg = cluster_launch<Cfg>(attr);
     cfg.gridDim = dim3(cluster_tiles<Cfg::BM, Cfg::BN, Cfg::splits>::grid(args.m, args.n, batches));
     cfg.stream = stream;
-    return cudaLaunchKernelEx(&cfg, kernel, maps.a, maps.b, maps.c, args, epi);
+    return cudaLaunchKernelEx(&cfg, kernel, maps.a, maps.b, maps.c, maps.x, args, epi);
   } else {
     const unsigned resident = unsigned(std::max(sms, 1) * Cfg::min_blocks);
     const unsigned blocks =
         persistent_tiles<Cfg::BM, Cfg::BN>::grid(args.m, args.n, grid.z, resident);
     kernel<<<dim3(blocks), dim3(Cfg::threads), Cfg::smem_bytes, stream>>>(maps.a, maps.b, maps.c,
-                                                                          args, epi);
+                                                                          maps.x, args, epi);
     return cudaSuccess;
   }
 }

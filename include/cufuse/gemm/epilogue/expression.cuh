@@ -74,12 +74,24 @@ struct epi_loc2 {
   bool ok0, ok1;
 };
 
+/// The same where the epilogue's staged operand (epi_leaf with Staged) lies in shared memory:
+/// its pair at (dr, dc) is the 32-bit word (16-bit elements) or the two words (fp32) at `saddr`,
+/// loaded there by TMA like C's chunks (gemm/epilogue/wgmma_store.cuh).
+struct epi_loc2_staged : epi_loc2 {
+  unsigned saddr;
+};
+
 /// A leaf of an epilogue, bound to the output's [batch, rows, cols] (stride 0 where it repeats).
 /// lr, lc: the row and column strides again, as 32-bit offsets within a tile when they fit
 /// (|stride| < local_limit: then a tile's offsets, at most 512 rows or columns, stay below
 /// 2^31), else 0 and local_ok() is false (the host then runs the direct stores, which index by
 /// 64-bit positions).
-template <class T, class Promo>
+///
+/// Staged: the epilogue's one operand that may be read from shared memory instead (a residual
+/// laid out as C: the last operand of the output's dtype and rank, staged_candidate); whether it
+/// is, the host decides per call (gemm_args::epi_operand), and the kernel then evaluates with an
+/// epi_loc2_staged.
+template <class T, class Promo, bool Staged = false>
 struct epi_leaf {
   using value_type = std::remove_const_t<T>;
   using promo_type = Promo;
@@ -89,6 +101,7 @@ struct epi_leaf {
   static constexpr bool is_cufuse_node = true;
   static constexpr int min_element_size = int(sizeof(value_type));
   static constexpr int leaf_count = 1;
+  static constexpr bool staged = Staged;
 
   static constexpr index_t local_limit = index_t(1) << 22;
 
@@ -114,15 +127,56 @@ struct epi_leaf {
   /// reduces to 32-bit offsets from one pointer. (Choosing one 2-element load where the leaf is
   /// contiguous, or one load where it repeats, put each pair's loads behind a branch: bias +
   /// GELU 1.21x -> 1.48x cuBLAS.)
-  template <int V>
-  CUFUSE_INLINE lane_regs<value_type, 2> fetch_in(const epi_loc2& p) const {
+  template <int V, class Ctx>
+  CUFUSE_INLINE lane_regs<value_type, 2> fetch_in(const Ctx& p) const {
     static_assert(V == 2, "cufuse: internal: epilogues are evaluated in pairs of columns");
-    const T* at = ptr + (p.dr * lr + p.dc * lc);
     lane_regs<value_type, 2> r;
-    r.v[0] = p.ok0 ? at[0] : value_type{};
-    r.v[1] = p.ok1 ? at[lc] : value_type{};
+    if constexpr (Staged && std::is_same_v<Ctx, epi_loc2_staged>) {
+      // The pair as C's chunk holds it (positions outside C read TMA's zero fill, never stored).
+      static_assert(sizeof(value_type) == 2 || sizeof(value_type) == 4,
+                    "cufuse: internal: a staged operand has C's 16- or 32-bit elements");
+      if constexpr (sizeof(value_type) == 2) {
+        const unsigned w = gemm_detail::ld_shared_b32(p.saddr);
+        __builtin_memcpy(&r.v[0], &w, 4);
+      } else {
+        unsigned w[2];
+        gemm_detail::ld_shared_u32x2(p.saddr, w[0], w[1]);
+        __builtin_memcpy(&r.v[0], &w[0], 8);
+      }
+    } else {
+      const T* at = ptr + (p.dr * lr + p.dc * lc);
+      r.v[0] = p.ok0 ? at[0] : value_type{};
+      r.v[1] = p.ok1 ? at[lc] : value_type{};
+    }
     return r;
   }
+};
+
+/// The leaf of `N` (tree order, from 0) that an epilogue of output type TY and rank R stages:
+/// the last of element type TY and rank 2 to R (it may then be laid out as C), else -1. The
+/// last, since a residual is usually added last (`relu(acc * col + shift) + R`, where a column
+/// `col` [m, 1] of C's dtype is a candidate by type as well).
+template <class TY, int R, class N>
+struct staged_candidate {
+  static constexpr int value = -1;
+};
+template <class TY, int R, class T, int L, class S>
+struct staged_candidate<TY, R, leaf<T, L, S>> {
+  static constexpr int value =
+      std::is_same_v<std::remove_const_t<T>, TY> && L >= 2 && L <= R ? 0 : -1;
+};
+template <class TY, int R, class Op, class... Args>
+struct staged_candidate<TY, R, map_node<Op, Args...>> {
+  static constexpr int value = [] {
+    int found = -1, before = 0;
+    const int at[] = {staged_candidate<TY, R, Args>::value...};
+    const int leaves[] = {Args::leaf_count...};
+    for (std::size_t i = 0; i < sizeof...(Args); ++i) {
+      found = at[i] >= 0 ? before + at[i] : found;
+      before += leaves[i];
+    }
+    return found;
+  }();
 };
 
 template <class N>
@@ -138,9 +192,19 @@ inline constexpr bool epilogue_node_v<scalar_node<S>> = true;
 template <class Op, class... Args>
 inline constexpr bool epilogue_node_v<map_node<Op, Args...>> = (epilogue_node_v<Args> && ...);
 
+/// The number of leaves of the children of `N` before child I.
+template <class N, std::size_t I>
+constexpr int leaves_before() {
+  return []<std::size_t... Is>(std::index_sequence<Is...>) {
+    return (0 + ... +
+            std::remove_cvref_t<decltype(get<Is>(std::declval<const N&>().args))>::leaf_count);
+  }(std::make_index_sequence<I>{});
+}
+
 /// `n` with each leaf bound to the output's shape `out` ([batch, rows, cols]); throws
-/// shape_error naming the shapes when a leaf does not broadcast to it.
-template <class N>
+/// shape_error naming the shapes when a leaf does not broadcast to it. Leaf number `Stage` (tree
+/// order; none if negative) becomes the staged operand (epi_leaf's Staged).
+template <int Stage = -1, class N>
 auto bind_epilogue(const N& n, const extents<3>& out, int out_rank) {
   if constexpr (is_leaf_node_v<N>) {
     using T = std::remove_pointer_t<decltype(n.ptr)>;
@@ -171,13 +235,15 @@ auto bind_epilogue(const N& n, const extents<3>& out, int out_rank) {
     }
     // Read-only, whatever the operand's constness: the bound type (and with it the epilogue's
     // tuning key, epilogue_name) depends on the dtypes and the operations only.
-    using B = epi_leaf<const std::remove_const_t<T>, typename N::promo_type>;
+    using B = epi_leaf<const std::remove_const_t<T>, typename N::promo_type, Stage == 0>;
     return B{n.ptr, st[0], st[1], st[2], B::local(st[1]), B::local(st[2])};
   } else if constexpr (map_arity<N>::value > 0) {
     return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
       using bound =
-          map_node<typename N::op_type, decltype(bind_epilogue(get<Is>(n.args), out, out_rank))...>;
-      return bound{n.op, make_pack(bind_epilogue(get<Is>(n.args), out, out_rank)...)};
+          map_node<typename N::op_type, decltype(bind_epilogue<Stage - leaves_before<N, Is>()>(
+                                            get<Is>(n.args), out, out_rank))...>;
+      return bound{n.op, make_pack(bind_epilogue<Stage - leaves_before<N, Is>()>(
+                             get<Is>(n.args), out, out_rank)...)};
     }(std::make_index_sequence<map_arity<N>::value>{});
   } else {
     return n;
@@ -228,6 +294,28 @@ CUFUSE_INLINE bool local_ok_of(const N& n) {
   }
 }
 
+/// Whether a leaf of `n` (bound) is staged (epi_leaf's Staged).
+template <class N>
+inline constexpr bool has_staged_v = false;
+template <class T, class P>
+inline constexpr bool has_staged_v<epi_leaf<T, P, true>> = true;
+template <class Op, class... Args>
+inline constexpr bool has_staged_v<map_node<Op, Args...>> = (has_staged_v<Args> || ...);
+
+/// The staged leaf of `n` (bound) as gemm_detail::staged_operand (its batch-0 address).
+template <class N>
+void find_staged(const N& n, gemm_detail::staged_operand& out) {
+  if constexpr (map_arity<N>::value > 0) {
+    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      (find_staged(get<Is>(n.args), out), ...);
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  } else if constexpr (requires { N::staged; }) {
+    if constexpr (N::staged) {
+      out = gemm_detail::staged_operand{n.ptr, n.sb, n.sr, n.sc};
+    }
+  }
+}
+
 /// An output of an epilogue besides C (tie's second and later): element (row, col) of batch b at
 /// ptr + b sb + row sr + col sc.
 template <class T>
@@ -246,6 +334,8 @@ struct expression_epilogue<E, pack<Xs...>, pack<epi_output<Us>...>> {
   static_assert(sizeof...(Xs) == sizeof...(Us), "cufuse: internal: one output per expression");
   static constexpr bool loads = true;
   static constexpr bool extra_outputs = sizeof...(Xs) > 0;
+  /// An operand may be staged in shared memory (a residual laid out as C: epi_leaf's Staged).
+  static constexpr bool staged = has_staged_v<E>;
 
   E e;
   pack<Xs...> extras; // bound expressions of the further outputs
@@ -263,7 +353,17 @@ struct expression_epilogue<E, pack<Xs...>, pack<epi_output<Us>...>> {
     }(std::index_sequence_for<Xs...>{});
     return r;
   }
-  CUFUSE_DEVICE_FN bool reads_c(const gemm_detail::gemm_args&) const { return false; }
+  /// The wgmma kernel loads the staged operand's chunks into its epilogue buffers as it would
+  /// C's (the host set p.epi_operand: the operand is laid out as C; launch_wgmma).
+  CUFUSE_DEVICE_FN bool reads_c(const gemm_detail::gemm_args& p) const {
+    return staged && p.epi_operand != 0;
+  }
+  /// Host: the staged operand (staged only).
+  gemm_detail::staged_operand staged_operand() const {
+    gemm_detail::staged_operand s{};
+    find_staged(e, s);
+    return s;
+  }
   template <bool RC>
   CUFUSE_DEVICE_FN float value(const gemm_detail::gemm_args&, float acc, float, std::int64_t row,
                                std::int64_t col) const {
@@ -284,6 +384,11 @@ struct expression_epilogue<E, pack<Xs...>, pack<epi_output<Us>...>> {
   CUFUSE_DEVICE_FN fetched_pair fetch_local(float a0, float a1, int dr, int dc, bool ok0,
                                             bool ok1) const {
     return e.template fetch_in<2>(epi_loc2{a0, a1, dr, dc, ok0, ok1});
+  }
+  /// The same with the staged operand's pair read from shared memory at `saddr`.
+  CUFUSE_DEVICE_FN fetched_pair fetch_local(float a0, float a1, int dr, int dc, bool ok0, bool ok1,
+                                            unsigned saddr) const {
+    return e.template fetch_in<2>(epi_loc2_staged{{a0, a1, dr, dc, ok0, ok1}, saddr});
   }
   /// Whether fetch_local may read this epilogue's operands (local_ok_of); if not, the host runs
   /// the direct stores.
@@ -460,8 +565,13 @@ void run_epilogue(A&& a, B&& b, const detail::pack<Ds...>& outs, const detail::p
         }(),
         ...);
   }(std::index_sequence_for<Ds...>{});
-  auto bound = [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-    return detail::make_pack(detail::bind_epilogue(detail::get<Is>(exprs), out3, R)...);
+  // C's expression stages its last operand of C's dtype and rank (a residual: loaded by TMA
+  // with C's chunks when the call's layout allows; launch_wgmma).
+  using E0 = std::remove_cvref_t<decltype(detail::get<0>(exprs))>;
+  constexpr int stage = detail::staged_candidate<TY, R, E0>::value;
+  auto bound = [&]<std::size_t... Is>(std::index_sequence<0, Is...>) {
+    return detail::make_pack(detail::bind_epilogue<stage>(detail::get<0>(exprs), out3, R),
+                             detail::bind_epilogue(detail::get<Is>(exprs), out3, R)...);
   }(std::index_sequence_for<Es...>{});
   // Leaves that share memory with an output must read exactly the element being written.
   auto check_alias = [&](const auto& leaf) {

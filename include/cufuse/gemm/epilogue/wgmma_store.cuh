@@ -12,7 +12,9 @@
 ///    stored, boxes of 128 bytes x 64 rows; SwapC: two 32 x 32 boxes of the transposed tile). The
 ///    stores run asynchronously under the next chunk and the next tile's main loop. An epilogue
 ///    that reads C has the same thread first load the chunk of C into the buffer by TMA (the
-///    same boxes), and every thread reads back the elements it then overwrites.
+///    same boxes), and every thread reads back the elements it then overwrites. An expression
+///    epilogue's staged operand (a residual laid out as C: `map_x`, gemm_args::epi_operand) is
+///    loaded and read back the same way, in C's place.
 ///
 /// SwapC: the kernel computes C^T = op(B)^T op(A)^T (the host passed B as A and A as B with m
 /// and n exchanged; TF32 NN), so MMA rows are C's columns and C is written transposed.
@@ -27,6 +29,16 @@
 /// A compile-time knob for measurements (bench/JOURNAL.md e4), not an interface.
 #ifndef CUFUSE_EPI_GROUPS
 #define CUFUSE_EPI_GROUPS 4
+#endif
+
+/// An epilogue with a staged operand (a residual read from the epilogue's buffers, see
+/// store_tile_ahead) compiles its staged store for interior tiles (no bounds tests) and for edge
+/// tiles, and an unstaged store for calls whose operand is laid out otherwise than C: three forms
+/// of the tile's store where other epilogues have two. Defined to 0, the staged store has one
+/// form for every tile, with bounds tests: 0.55x the compile time of such an epilogue (126 -> 71
+/// s for bias + ReLU + residual on bf16, sm_90a, one core), 7% slower (bench/JOURNAL.md e6).
+#ifndef CUFUSE_EPI_STAGED_INTERIOR
+#define CUFUSE_EPI_STAGED_INTERIOR 1
 #endif
 
 namespace cufuse::gemm_detail {
@@ -81,7 +93,8 @@ struct wgmma_tma_store {
   const thread_t th;
   const gemm_args& p;
   const CUtensorMap* map_c;
-  const unsigned base; // this warpgroup's buffers
+  const CUtensorMap* map_in; // what the buffers load: C, or an expression's staged operand
+  const unsigned base;       // this warpgroup's buffers
   const bool leader;
   const int bar;
   const bool read_c;        // the epilogue reads C (through the buffers)
@@ -91,9 +104,11 @@ struct wgmma_tma_store {
   int n = 0;                // this warpgroup's chunks so far
 
   CUFUSE_DEVICE_FN wgmma_tma_store(const wgmma_smem<Cfg>& s, const thread_t& t,
-                                   const gemm_args& args, const CUtensorMap* map, const Epi& epi)
-      : sm(s), th(t), p(args), map_c(map), base(s.epi(t.cw)), leader(t.tid % 128 == 0),
-        bar(3 + t.cw), read_c(args.epi_tma && epi.reads_c(args)), c_rows(SwapC ? args.n : args.m),
+                                   const gemm_args& args, const CUtensorMap* map,
+                                   const CUtensorMap* map_x, const Epi& epi)
+      : sm(s), th(t), p(args), map_c(map), map_in(args.epi_operand != 0 ? map_x : map),
+        base(s.epi(t.cw)), leader(t.tid % 128 == 0), bar(3 + t.cw),
+        read_c(args.epi_tma && epi.reads_c(args)), c_rows(SwapC ? args.n : args.m),
         c_cols(SwapC ? args.m : args.n),
         cw_cols(SwapC ? 32 : 128 / (args.out_type == int(dtype::f32) ? 4 : 2)),
         chunks(MA * (BN / cw_cols)) {}
@@ -119,7 +134,15 @@ struct wgmma_tma_store {
       }
     };
     if constexpr (requires { typename Epi::fetched_pair; }) {
-      by_type(std::false_type{}); // expression epilogues never read C (reads_c is false)
+      // Expression epilogues never read C; one with a staged operand reads that operand from
+      // the buffers when the host could stage it (read_c: epi_operand).
+      if constexpr (Epi::staged) {
+        if (read_c) {
+          by_type(std::true_type{});
+          return;
+        }
+      }
+      by_type(std::false_type{});
     } else if (read_c) {
       by_type(std::true_type{});
     } else {
@@ -145,10 +168,10 @@ private:
     const int r0 = th.atom_row(ma);
     mbar_expect_tx(b, Cfg::epi_buf_bytes);
     if constexpr (SwapC) {
-      tma_load(buf, map_c, b, w.m0 + r0, w.n0 + ch * 32, bc);
-      tma_load(buf + 4096, map_c, b, w.m0 + r0 + 32, w.n0 + ch * 32, bc);
+      tma_load(buf, map_in, b, w.m0 + r0, w.n0 + ch * 32, bc);
+      tma_load(buf + 4096, map_in, b, w.m0 + r0 + 32, w.n0 + ch * 32, bc);
     } else {
-      tma_load(buf, map_c, b, w.n0 + ch * cw_cols, w.m0 + r0, bc);
+      tma_load(buf, map_in, b, w.n0 + ch * cw_cols, w.m0 + r0, bc);
     }
   }
 
@@ -266,7 +289,13 @@ private:
   /// position inside C, nearly all tiles of a large C) reads them without predicates: the
   /// 64-bit positions, their products with the strides and the bounds tests cost about 11
   /// instructions per element (bench/JOURNAL.md e5).
-  template <int OS, int Ahead, bool Edge>
+  ///
+  /// Staged: the epilogue's staged operand (a residual laid out as C) is in the chunk's buffer,
+  /// loaded by TMA as C's chunks are for beta != 0 (prefetch_c, begin_chunk); each thread reads
+  /// its pairs there (at the addresses it then overwrites) once the chunk has landed. With two
+  /// buffers the next chunk's first group is still fetched ahead (its chunk loaded while this
+  /// one was computed); with one, each chunk's first group waits for its own.
+  template <int OS, int Ahead, bool Edge, bool Staged = false>
   CUFUSE_DEVICE_FN void store_tile_ahead(const float (&acc)[MA][BN / 2], const block_work& w,
                                          int bc, const Epi& eb) {
     constexpr int CW = SwapC ? 32 : 128 / OS; // C columns (SwapC: C rows) of a chunk
@@ -325,34 +354,62 @@ private:
     // the affine addresses).
     const Epi et = SwapC ? eb.at_origin(w.n0 + 2 * th.q, w.m0 + th.atom_row(0) + th.rs_row)
                          : eb.at_origin(w.m0 + th.atom_row(0) + th.row_a(), w.n0 + 2 * th.q);
-    const auto fetch = [&](int g) {
+    // sbuf: the buffer of group g's chunk (Staged).
+    const auto fetch = [&](int g, unsigned sbuf) {
       const chunk_pairs<NPC> cp = pairs(g / GPC);
       fetched_group f;
       CUFUSE_UNROLL
       for (int i = 0; i < G; ++i) {
         const pair_at& q = cp.p[(g % GPC) * G + i];
+        bool ok0 = true, ok1 = true;
         if constexpr (Edge) {
           const bool in_row = q.row < c_rows;
-          f.f[i] = et.fetch_local(q.a0, q.a1, q.dr, q.dc, in_row && q.col < c_cols,
-                                  in_row && q.col + 1 < c_cols);
+          ok0 = in_row && q.col < c_cols;
+          ok1 = in_row && q.col + 1 < c_cols;
+        }
+        if constexpr (Staged) {
+          f.f[i] = et.fetch_local(q.a0, q.a1, q.dr, q.dc, ok0, ok1, sbuf + q.addr);
         } else {
-          f.f[i] = et.fetch_local(q.a0, q.a1, q.dr, q.dc, true, true);
+          f.f[i] = et.fetch_local(q.a0, q.a1, q.dr, q.dc, ok0, ok1);
         }
       }
       return f;
     };
-    fetched_group next = fetch(0);
+    fetched_group next;
+    if constexpr (!Staged) {
+      next = fetch(0, 0u);
+    }
     unsigned buf = 0;
     CUFUSE_UNROLL
     for (int g = 0; g < NG; ++g) {
       const int c = g / GPC;
       const chunk_pairs<NPC> cp = pairs(c);
+      if constexpr (Staged) {
+        if (g % GPC == 0) {
+          buf = begin_chunk<true>(w, bc, c); // the chunk's operand has landed
+          if (g == 0 || EB == 1) {
+            next = fetch(g, buf);
+          }
+        }
+      }
       const fetched_group cur = next;
       if (g + 1 < NG) {
-        next = fetch(g + 1);
+        if constexpr (!Staged) {
+          next = fetch(g + 1, 0u);
+        } else if ((g + 1) % GPC != 0) {
+          next = fetch(g + 1, buf);
+        } else if constexpr (EB > 1) {
+          // The next chunk's operand: loaded into the other buffer by begin_chunk (or before
+          // the main loop for chunk 1).
+          const int slot = (n + 1) % EB;
+          mbar_wait(sm.c_loaded(th.cw * EB + slot), unsigned((n + 1) / EB) & 1u);
+          next = fetch(g + 1, base + unsigned(slot * Cfg::epi_buf_bytes));
+        }
       }
-      if (g % GPC == 0) {
-        buf = begin_chunk<false>(w, bc, c);
+      if constexpr (!Staged) {
+        if (g % GPC == 0) {
+          buf = begin_chunk<false>(w, bc, c);
+        }
       }
       CUFUSE_UNROLL
       for (int i = 0; i < G; ++i) {
@@ -390,13 +447,19 @@ private:
   template <int OS, class WithC>
   CUFUSE_DEVICE_FN void store_tile(WithC, const float (&acc)[MA][BN / 2], const block_work& w,
                                    int bc, const Epi& eb) {
-    if constexpr (!WithC::value && requires { typename Epi::fetched_pair; }) {
+    if constexpr (requires { typename Epi::fetched_pair; }) {
+      // WithC: the expression's staged operand is in the buffers.
       const bool interior = SwapC ? w.n0 + BN <= c_rows && w.m0 + Cfg::BM <= c_cols
                                   : w.m0 + Cfg::BM <= c_rows && w.n0 + BN <= c_cols;
-      if (interior) {
-        store_tile_ahead<OS, CUFUSE_EPI_GROUPS, false>(acc, w, bc, eb);
+      if constexpr (Epi::staged && (!WithC::value || !CUFUSE_EPI_STAGED_INTERIOR)) {
+        // The unstaged store of an epilogue with a staged operand (the call's operand is laid
+        // out otherwise than C: read from global memory) has one form for every tile, with
+        // bounds tests; so has the staged one where CUFUSE_EPI_STAGED_INTERIOR is 0.
+        store_tile_ahead<OS, CUFUSE_EPI_GROUPS, true, WithC::value>(acc, w, bc, eb);
+      } else if (interior) {
+        store_tile_ahead<OS, CUFUSE_EPI_GROUPS, false, WithC::value>(acc, w, bc, eb);
       } else {
-        store_tile_ahead<OS, CUFUSE_EPI_GROUPS, true>(acc, w, bc, eb);
+        store_tile_ahead<OS, CUFUSE_EPI_GROUPS, true, WithC::value>(acc, w, bc, eb);
       }
     } else {
       store_tile_pairs<OS, WithC::value>(acc, w, bc, eb);

@@ -68,7 +68,8 @@ CUFUSE_DEVICE_FN void cluster_reduce_producer() {
 
 /// C = epilogue(op(A) op(B)) (the standard epilogue: alpha * op(A) op(B) + beta * C). TA: A is
 /// stored K x M (M-major); TB: B is stored N x K (K-major). `map_a` / `map_b` describe A and B
-/// as stored (3-D: inner, outer, batch), `map_c` C when `p.epi_tma`. TF32 reads B K-major only;
+/// as stored (3-D: inner, outer, batch), `map_c` C when `p.epi_tma`, `map_x` an expression
+/// epilogue's staged operand when `p.epi_operand` (laid out as C). TF32 reads B K-major only;
 /// an M-major TF32 A (layout TT) goes through registers. SwapC: the kernel computes
 /// C^T = op(B)^T op(A)^T, i.e. the host passed B as A and A as B with m and n exchanged (layout
 /// NN on TF32 becomes TT), and C is written transposed.
@@ -76,7 +77,8 @@ template <class Cfg, bool TA, bool TB, class Epi, bool SwapC = false>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_b,
-                      const __grid_constant__ CUtensorMap map_c, gemm_args p, const Epi epi) {
+                      const __grid_constant__ CUtensorMap map_c,
+                      const __grid_constant__ CUtensorMap map_x, gemm_args p, const Epi epi) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool a_mn = TA;  // A stored K x M: M-major tiles
   constexpr bool b_mn = !TB; // B stored K x N: N-major tiles
@@ -110,7 +112,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   constexpr bool PP = Cfg::pingpong;
   const mainloop ml{sm, wgmma_thread<Cfg, mainloop::RS>(tid)};
   const int cw = ml.th.cw;
-  wgmma_tma_store<Cfg, mainloop::RS, SwapC, Epi> tma_out(sm, ml.th, p, &map_c, epi);
+  wgmma_tma_store<Cfg, mainloop::RS, SwapC, Epi> tma_out(sm, ml.th, p, &map_c, &map_x, epi);
   // Ping-pong: warpgroup cw takes the block's tiles i = cw, cw + 2, ...; named barrier 1 + cw
   // opens its main loop once the other warpgroup has issued its previous tile's MMAs, which
   // also keeps every slot it waits on at most one phase ahead. (Ping-pong tiles have no
@@ -183,6 +185,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   (void)map_a;
   (void)map_b;
   (void)map_c;
+  (void)map_x;
   (void)p;
   (void)epi;
   __trap(); // never launched: the host checks the kernel's binary architecture first
