@@ -10,11 +10,15 @@ mkdir -p "$OUT"
 jobs=$(nproc)
 prefix=()
 [ -d .deps/catch2/usr ] && prefix=(-DCMAKE_PREFIX_PATH="$PWD/.deps/catch2/usr")
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" >"$OUT/configure.log" 2>&1 ||
-  { tail -20 "$OUT/configure.log"; exit 1; }
-cmake --build build-gpu -j"$jobs" --target cufuse-tune >"$OUT/build.log" 2>&1 ||
-  { tail -30 "$OUT/build.log"; exit 1; }
-tune=build-gpu/src/cufuse-tune
+# TUNE=path: profile that cufuse-tune binary (e.g. built on another machine) instead of building.
+tune=${TUNE:-}
+if [ -z "$tune" ]; then
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" >"$OUT/configure.log" 2>&1 ||
+    { tail -20 "$OUT/configure.log"; exit 1; }
+  cmake --build build-gpu -j"$jobs" --target cufuse-tune >"$OUT/build.log" 2>&1 ||
+    { tail -30 "$OUT/build.log"; exit 1; }
+  tune=build-gpu/src/cufuse-tune
+fi
 sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis
   --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats
   --section InstructionStats)
@@ -24,10 +28,11 @@ for entry in ${PROFILES:?set PROFILES}; do
   IFS=: read -r dt op shape which <<<"$entry"
   echo "== $entry ($(date +%T))" | tee -a "$report"
   if [ "$which" = cublas ]; then
-    # The cuBLAS kernel is the most launched one that is neither cufuse's nor the input fill.
+    # The cuBLAS kernel is the most launched one that is neither cufuse's, the input fill nor the
+    # spin kernel that holds the stream while the timed calls are enqueued.
     name=$(ncu --metrics gpu__time_duration.sum --csv --kernel-name-base function \
       "$tune" --shapes "$shape" --dtypes "$dt" --trans "$op" --only 128x128 --file /tmp/p.db 2>/dev/null |
-      awk -F'","' 'NR > 1 { print $5 }' | grep -v -e gemm_kernel -e fill_uniform | sort | uniq -c |
+      awk -F'","' 'NR > 1 { print $5 }' | grep -v -e gemm_kernel -e fill_uniform -e hold_stream | sort | uniq -c |
       sort -rn | awk 'NR == 1 { print $2 }')
     echo "cuBLAS kernel: ${name:-not found}" | tee -a "$report"
     [ -n "$name" ] || continue
