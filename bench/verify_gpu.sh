@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Verifies a change to the GEMM kernels on a GPU machine in two calls of at most 10 minutes each
 # (the device tool's limit), keeping the build between them:
-#   bash bench/verify_gpu.sh build   build everything (libcufuse's build timed), then ctest
+#   bash bench/verify_gpu.sh build   build everything (libcufuse's build timed), then ctest;
+#                                    PREBUILT_TGZ=path: executables built on another machine
+#                                    from the same tree (same nvcc, sm_90a; paths relative to the
+#                                    build folder, e.g. the epilogue tests, whose files take
+#                                    longer to compile than one call allows) are unpacked into
+#                                    build-gpu and every other target is built here
+#   bash bench/verify_gpu.sh ctest   ctest of the build a previous call left (same machine)
 #   bash bench/verify_gpu.sh ab      build the BEFORE tree's libcufuse (timed) and cufuse-tune,
 #                                    same-run A/B of every GEMM variant (bench/ab_report.py),
 #                                    then memcheck and racecheck of the GEMM tests
@@ -62,8 +68,24 @@ fi
 if [ "$what" = build ]; then
   configure_and_build_lib
   step "build everything"
-  cmake --build build-gpu -j"$jobs" >>"$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
+  if [ -n "${PREBUILT_TGZ:-}" ]; then
+    tar xzf "$PREBUILT_TGZ" -C build-gpu
+    tar tzf "$PREBUILT_TGZ" | tee "$OUT/logs/prebuilt.txt"
+    # Every target of the build but the carried ones (ninja builds a file's target only when asked).
+    targets=$(for d in samples src test; do
+      ninja -C build-gpu -t query "$d/all" | sed -n '/input:/,/outputs:/p' | sed '1d;$d' |
+        sed 's/^ *//; s/^|| *//; s/^| *//'
+    done | sort -u | grep -v -x -F -f "$OUT/logs/prebuilt.txt")
+    cmake --build build-gpu -j"$jobs" --target $targets >>"$OUT/logs/build.log" 2>&1 ||
+      { tail -30 "$OUT/logs/build.log"; exit 1; }
+  else
+    cmake --build build-gpu -j"$jobs" >>"$OUT/logs/build.log" 2>&1 || { tail -30 "$OUT/logs/build.log"; exit 1; }
+  fi
   grep -i "warning" "$OUT/logs/build.log" | head -5
+  what=ctest
+fi
+
+if [ "$what" = ctest ]; then
   step ctest
   timeout "$(left)" ctest --test-dir build-gpu --output-on-failure -j4 2>&1 | tee "$OUT/ctest.log" | tail -25
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
