@@ -30,6 +30,8 @@ struct gemm_args {
   int out_type;    // dtype of C as int (the workspace of split-K is f32)
   int epi_tma;     // wgmma kernels: store C through shared memory and TMA (set by the launcher)
   int epi_operand; // with epi_tma: the epilogue's staged operand is loaded by TMA (map_x)
+  int layout;      // 2 * trans_a + trans_b as the kernel runs it (read by the wgmma kernels of
+                   // expression epilogues, one kernel for every layout: kernel/wgmma.cuh)
   // Split-K (splits > 1): the fp32 workspace [batch][splits][m][n] of C as stored, and one
   // arrival counter per output tile and batch (zero at launch); c and the rest describe C.
   float* ws;

@@ -112,6 +112,17 @@ constexpr bool tf32_of() {
   }
 }
 
+/// Whether `Epi` runs its 16-bit wgmma configurations as one kernel for the four layouts (an
+/// expression epilogue built with CUFUSE_EPI_ONE_KERNEL_FOR_LAYOUTS=1).
+template <class Epi>
+constexpr bool one_kernel_for_layouts() {
+  if constexpr (requires { Epi::one_kernel_for_layouts; }) {
+    return Epi::one_kernel_for_layouts;
+  } else {
+    return false;
+  }
+}
+
 /// The kernel that runs transposes (TA, TB). A problem that runs_transposed (variant.hpp) runs
 /// as TT with the operands exchanged: the kernels' `Swapped` parameter. TF32 wgmma and the TMA
 /// mma.sync tiles read B only K-major (NT as it is, TT with an M-major A); their TN is not
@@ -128,6 +139,10 @@ constexpr auto kernel_of() {
   } else if constexpr (is_wgmma<Cfg>::value) {
     if constexpr (Cfg::tf32) {
       return &wgmma_gemm_kernel < Cfg, swap || (TA && TB), true, Epi, swap > ;
+    } else if constexpr (one_kernel_for_layouts<Epi>()) {
+      // An expression epilogue: one kernel for the four layouts, which reads p.layout (its
+      // epilogue, the bulk of the code, is compiled once instead of four times).
+      return &wgmma_gemm_kernel<Cfg, false, false, Epi, false, true>;
     } else {
       return &wgmma_gemm_kernel<Cfg, TA, TB, Epi>;
     }
@@ -256,6 +271,7 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
                          cudaStream_t stream) {
   gemm_args args = o.args;
   const bool ta = o.ta, tb = o.tb, swapped = o.swapped;
+  args.layout = 2 * int(ta) + int(tb);
   // grid.z: batches x splits; the split-K tiles store partial sums directly (C is written by
   // the last split of each tile, splitk_finish).
   const unsigned batches = unsigned(args.batch);

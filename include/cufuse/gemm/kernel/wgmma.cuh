@@ -66,14 +66,38 @@ CUFUSE_DEVICE_FN void cluster_reduce_producer() {
   cluster_barrier();
 }
 
+/// Calls f(std::bool_constant<AMn>, std::bool_constant<BMn>) for the run-time layout
+/// `2 * trans_a + trans_b` (gemm_args::layout): A stored K x M is M-major, B stored K x N
+/// N-major.
+template <class F>
+CUFUSE_DEVICE_FN void with_layout(int layout, F&& f) {
+  switch (layout) {
+  case 0: // NN: A K-major, B N-major
+    f(std::false_type{}, std::true_type{});
+    break;
+  case 1: // NT
+    f(std::false_type{}, std::false_type{});
+    break;
+  case 2: // TN
+    f(std::true_type{}, std::true_type{});
+    break;
+  default: // TT
+    f(std::true_type{}, std::false_type{});
+    break;
+  }
+}
+
 /// C = epilogue(op(A) op(B)) (the standard epilogue: alpha * op(A) op(B) + beta * C). TA: A is
 /// stored K x M (M-major); TB: B is stored N x K (K-major). `map_a` / `map_b` describe A and B
 /// as stored (3-D: inner, outer, batch), `map_c` C when `p.epi_tma`, `map_x` an expression
 /// epilogue's staged operand when `p.epi_operand` (laid out as C). TF32 reads B K-major only;
 /// an M-major TF32 A (layout TT) goes through registers. SwapC: the kernel computes
 /// C^T = op(B)^T op(A)^T, i.e. the host passed B as A and A as B with m and n exchanged (layout
-/// NN on TF32 becomes TT), and C is written transposed.
-template <class Cfg, bool TA, bool TB, class Epi, bool SwapC = false>
+/// NN on TF32 becomes TT), and C is written transposed. AnyLayout (16-bit inputs): TA and TB
+/// are not used; the kernel runs the layout `p.layout` names, with a main loop and a producer
+/// for each of the four and one epilogue (expression epilogues: their stores are most of a
+/// kernel's code and compile time, and do not depend on the layout).
+template <class Cfg, bool TA, bool TB, class Epi, bool SwapC = false, bool AnyLayout = false>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                       const __grid_constant__ CUtensorMap map_b,
@@ -84,6 +108,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   constexpr bool b_mn = !TB; // B stored K x N: N-major tiles
   using mainloop = wgmma_mainloop<Cfg, a_mn, b_mn>;
   static_assert(!SwapC || mainloop::RS, "cufuse: SwapC is the TF32 NN form (A M-major)");
+  static_assert(!AnyLayout || (!Cfg::tf32 && !TA && !TB && !SwapC),
+                "cufuse: the run-time layout form is for 16-bit inputs (no register-A path)");
   extern __shared__ unsigned char wgmma_smem_raw[];
   const auto sm = wgmma_smem<Cfg>::at(wgmma_smem_raw);
   const int tid = static_cast<int>(threadIdx.x);
@@ -98,7 +124,14 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
       setmaxnreg_dec<Cfg::producer_regs>();
     }
     if (tid == 0) {
-      wgmma_produce<Cfg, a_mn, b_mn>(sm, &map_a, &map_b, p, sched);
+      if constexpr (AnyLayout) {
+        with_layout(p.layout, [&](auto amn, auto bmn) {
+          wgmma_produce<Cfg, decltype(amn)::value, decltype(bmn)::value>(sm, &map_a, &map_b, p,
+                                                                         sched);
+        });
+      } else {
+        wgmma_produce<Cfg, a_mn, b_mn>(sm, &map_a, &map_b, p, sched);
+      }
       if constexpr (Cfg::cluster_k) {
         cluster_reduce_producer();
       }
@@ -145,7 +178,14 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
       }
     }
     float acc[Cfg::m_atoms][Cfg::BN / 2];
-    ml.run(acc, ktiles, it);
+    if constexpr (AnyLayout) {
+      with_layout(p.layout, [&](auto amn, auto bmn) {
+        wgmma_mainloop<Cfg, decltype(amn)::value, decltype(bmn)::value>{sm, ml.th}.run(acc, ktiles,
+                                                                                       it);
+      });
+    } else {
+      ml.run(acc, ktiles, it);
+    }
     if constexpr (PP) {
       if (sched.next(item, 1) < sched.work) {
         named_bar_arrive<256>(2 - cw); // the other may start
