@@ -19,16 +19,16 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
 
 /// 1: the 16-bit wgmma kernels of an expression epilogue take the layout at run time, one kernel
 /// for the four layouts (expression_epilogue::one_kernel_for_layouts). Default 0.
 #ifndef CUFUSE_EPI_ONE_KERNEL_FOR_LAYOUTS
 #define CUFUSE_EPI_ONE_KERNEL_FOR_LAYOUTS 0
 #endif
-#include <type_traits>
-#include <typeinfo>
-#include <utility>
-#include <vector>
 
 namespace cufuse {
 
