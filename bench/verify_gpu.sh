@@ -10,7 +10,8 @@
 #                                    build took ~14 min of the 16-core machine (2026-11); its
 #                                    long poles: the epilogue tests, test/gpu/test_conv.cu, the
 #                                    resnet_block and transformer_mlp samples, cufuse-tune's
-#                                    epilogue files; carry those (64 MiB at most per call)
+#                                    epilogue files; build and pack those with
+#                                    bench/prebuild.sh (64 MiB at most per call)
 #   bash bench/verify_gpu.sh ctest   ctest of the build a previous call left (same machine)
 #   bash bench/verify_gpu.sh ab      build the BEFORE tree's libcufuse (timed) and cufuse-tune,
 #                                    same-run A/B of every GEMM variant (bench/ab_report.py),
