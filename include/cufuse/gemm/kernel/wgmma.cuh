@@ -126,8 +126,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     if (tid == 0) {
       if constexpr (AnyLayout) {
         with_layout(p.layout, [&](auto amn, auto bmn) {
-          wgmma_produce<Cfg, decltype(amn)::value, decltype(bmn)::value>(sm, &map_a, &map_b, p,
-                                                                         sched);
+          constexpr bool am = decltype(amn)::value, bm = decltype(bmn)::value;
+          wgmma_produce<Cfg, am, bm>(sm, &map_a, &map_b, p, sched);
         });
       } else {
         wgmma_produce<Cfg, a_mn, b_mn>(sm, &map_a, &map_b, p, sched);
@@ -180,8 +180,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     float acc[Cfg::m_atoms][Cfg::BN / 2];
     if constexpr (AnyLayout) {
       with_layout(p.layout, [&](auto amn, auto bmn) {
-        wgmma_mainloop<Cfg, decltype(amn)::value, decltype(bmn)::value>{sm, ml.th}.run(acc, ktiles,
-                                                                                       it);
+        constexpr bool am = decltype(amn)::value, bm = decltype(bmn)::value;
+        wgmma_mainloop<Cfg, am, bm>{sm, ml.th}.run(acc, ktiles, it);
       });
     } else {
       ml.run(acc, ktiles, it);
