@@ -15,6 +15,12 @@
 
 #include <climits>
 
+/// 1: the wgmma conv tiles issue one MMA group per K step (conv_wgmma_mainloop). Default 0 (a
+/// group per K tile) until it has been measured on a GPU (bench/JOURNAL.md c6).
+#ifndef CUFUSE_CONV_WGMMA_STEP_GROUPS
+#define CUFUSE_CONV_WGMMA_STEP_GROUPS 0
+#endif
+
 namespace cufuse::conv_detail {
 
 /// The tensor-core conv tiles: BM output pixels x BN output channels x BK reduction elements,
@@ -493,6 +499,35 @@ CUFUSE_DEVICE_FN void conv_wgmma_mainloop(float (&acc)[Cfg::NI * 4], int tiles, 
   cp_async_wait<S - 2>();
   fence_async_shared();
   __syncthreads();
+#if CUFUSE_CONV_WGMMA_STEP_GROUPS
+  // One MMA group per K step, its A fragments in one of two register sets that alternate (as the
+  // TF32 GEMM's register-A path, mainloop/wgmma.cuh run_rs): a step's registers are rewritten
+  // only after the wait of the step after it. With a whole tile's fragments double-buffered
+  // instead (below), ptxas serializes the MMAs (C7513; bench/JOURNAL.md c6).
+  static_assert(KS % 2 == 0, "cufuse: the K steps of a tile alternate two fragment sets");
+  unsigned fs[2][4];
+  int rs = 0; // the stage of tile t
+  for (int t = 0; t < tiles; ++t) {
+    const auto v = view(rs);
+    CUFUSE_UNROLL
+    for (int ks = 0; ks < KS; ++ks) {
+      mma_a_fragment<Cfg, false, true>(v.ra, v.pa, v.a_base, 0, ks, fs[ks & 1], v.rows);
+      wgmma_fence();
+      wgmma_rs16<Cfg::BN, T>::run(acc, fs[ks & 1], wgmma_desc<false>(v.rb + unsigned(ks * 32)));
+      wgmma_commit();
+      wgmma_wait<1>(); // the previous step's group (at ks = 0: tile t - 1's last) is complete
+    }
+    cp_async_wait<S - 3>(); // tile t + 1 has landed (this thread's copies)
+    fence_async_shared();
+    __syncthreads(); // everyone's copies of tile t + 1; every group of tile t - 1 done
+    const int refill = rs == 0 ? S - 1 : rs - 1; // tile t - 1's stage takes tile t + S - 1
+    rs = rs + 1 == S ? 0 : rs + 1;
+    if (t + S - 1 < tiles) {
+      load(t + S - 1, refill);
+    }
+    cp_async_commit();
+  }
+#else
   unsigned fa[2][KS][4];
   int rs = 0; // the stage of tile t
   auto step = [&](int t, unsigned(&f)[KS][4]) {
@@ -524,6 +559,7 @@ CUFUSE_DEVICE_FN void conv_wgmma_mainloop(float (&acc)[Cfg::NI * 4], int tiles, 
       step(t + 1, fa[1]);
     }
   }
+#endif
   wgmma_wait<0>();
   cp_async_wait<0>();
 #else
