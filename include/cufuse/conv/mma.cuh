@@ -499,6 +499,21 @@ CUFUSE_DEVICE_FN void conv_wgmma_mainloop(float (&acc)[Cfg::NI * 4], int tiles, 
   cp_async_wait<S - 2>();
   fence_async_shared();
   __syncthreads();
+  int rs = 0; // the stage of tile t
+  // After tile t's MMAs are issued and tile t - 1's are complete (this warpgroup's): once every
+  // thread's copies of tile t + 1 have landed and every warpgroup is past tile t - 1, tile
+  // t - 1's stage takes tile t + S - 1.
+  const auto next_tile = [&](int t) {
+    cp_async_wait<S - 3>(); // tile t + 1 has landed (this thread's copies)
+    fence_async_shared();
+    __syncthreads(); // everyone's copies of tile t + 1; every group of tile t - 1 done
+    const int refill = rs == 0 ? S - 1 : rs - 1;
+    rs = rs + 1 == S ? 0 : rs + 1;
+    if (t + S - 1 < tiles) {
+      load(t + S - 1, refill);
+    }
+    cp_async_commit();
+  };
 #if CUFUSE_CONV_WGMMA_STEP_GROUPS
   // One MMA group per K step, its A fragments in one of two register sets that alternate (as the
   // TF32 GEMM's register-A path, mainloop/wgmma.cuh run_rs): a step's registers are rewritten
@@ -506,7 +521,6 @@ CUFUSE_DEVICE_FN void conv_wgmma_mainloop(float (&acc)[Cfg::NI * 4], int tiles, 
   // instead (below), ptxas serializes the MMAs (C7513; bench/JOURNAL.md c6).
   static_assert(KS % 2 == 0, "cufuse: the K steps of a tile alternate two fragment sets");
   unsigned fs[2][4];
-  int rs = 0; // the stage of tile t
   for (int t = 0; t < tiles; ++t) {
     const auto v = view(rs);
     CUFUSE_UNROLL
@@ -517,19 +531,10 @@ CUFUSE_DEVICE_FN void conv_wgmma_mainloop(float (&acc)[Cfg::NI * 4], int tiles, 
       wgmma_commit();
       wgmma_wait<1>(); // the previous step's group (at ks = 0: tile t - 1's last) is complete
     }
-    cp_async_wait<S - 3>(); // tile t + 1 has landed (this thread's copies)
-    fence_async_shared();
-    __syncthreads(); // everyone's copies of tile t + 1; every group of tile t - 1 done
-    const int refill = rs == 0 ? S - 1 : rs - 1; // tile t - 1's stage takes tile t + S - 1
-    rs = rs + 1 == S ? 0 : rs + 1;
-    if (t + S - 1 < tiles) {
-      load(t + S - 1, refill);
-    }
-    cp_async_commit();
+    next_tile(t);
   }
 #else
   unsigned fa[2][KS][4];
-  int rs = 0; // the stage of tile t
   auto step = [&](int t, unsigned(&f)[KS][4]) {
     const auto v = view(rs);
     CUFUSE_UNROLL
@@ -542,16 +547,8 @@ CUFUSE_DEVICE_FN void conv_wgmma_mainloop(float (&acc)[Cfg::NI * 4], int tiles, 
       wgmma_rs16<Cfg::BN, T>::run(acc, f[ks], wgmma_desc<false>(v.rb + unsigned(ks * 32)));
     }
     wgmma_commit();
-    wgmma_wait<1>();        // this warpgroup's group of tile t - 1 is complete
-    cp_async_wait<S - 3>(); // tile t + 1 has landed (this thread's copies)
-    fence_async_shared();
-    __syncthreads(); // everyone's copies of tile t + 1; every group of tile t - 1 done
-    const int refill = rs == 0 ? S - 1 : rs - 1; // tile t - 1's stage takes tile t + S - 1
-    rs = rs + 1 == S ? 0 : rs + 1;
-    if (t + S - 1 < tiles) {
-      load(t + S - 1, refill);
-    }
-    cp_async_commit();
+    wgmma_wait<1>(); // this warpgroup's group of tile t - 1 is complete
+    next_tile(t);
   };
   for (int t = 0; t < tiles; t += 2) { // two register sets, named statically
     step(t, fa[0]);
