@@ -6,7 +6,7 @@
 #   with carry ["build-pre/prebuilt.tgz", ".deps"].
 # PATHs are outputs relative to the build folder (default: the long poles of a whole build on
 # the GPU machine, bench/verify_gpu.sh). BUILD_DIR (build-pre), EXTRA_CMAKE_ARGS (e.g.
-# -DCUFUSE_TEST_EPI_ONE_KERNEL=ON). The device tool carries at most 64 MiB per call.
+# -DCUFUSE_BUILD_STAGED=ON). The device tool carries at most 64 MiB per call.
 set -euo pipefail
 B=${BUILD_DIR:-build-pre}
 paths=("$@")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build, test, sanitize and benchmark cufuse on a GPU machine, in one go.
-#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|memtest|membench|bench|gemm|sustained|epilogue|conv|anyshape|smallm|online|all]      (from the repository root)
+#   bash bench/run_gpu.sh [test|sanitize|shapes|reduce|memtest|membench|bench|gemm|sustained|epilogue|conv|staged|anyshape|smallm|online|all]      (from the repository root)
 # Environment: NO_SANITIZE, NO_BENCH, NO_TORCH, NO_HOST skip parts of the reduce mode; CTEST_ARGS.
 # Logs and results go to $OUT (default ./gpu-out). Catch2 is taken from .deps/ when staged there
 # (../shared/tools/stage-device-deps.sh), else from the system.
@@ -282,6 +282,42 @@ if [ "$what" = conv ]; then
         >"$OUT/logs/conv_torch.log" 2>&1 || { echo "torch conv bench failed:"; tail -5 "$OUT/logs/conv_torch.log"; }
     fi
     python3 bench/conv_report.py "$OUT/logs/conv_cufuse.json" "$OUT/logs/conv_torch.json" "$OUT/conv.md"
+  fi
+fi
+
+if [ "$what" = staged ]; then
+  # The forms behind macros other than the default (-DCUFUSE_BUILD_STAGED=ON; bench/JOURNAL.md
+  # e8): the expression epilogue with a wgmma kernel per layout. Its tests, the MLP benchmark
+  # against the default build in the same run (alternating, STAGED_ROUNDS each), sanitizers.
+  # STAGED_PARTS picks the parts (default: tests mlp sanitize).
+  parts=${STAGED_PARTS:-tests mlp sanitize}
+  rounds=${STAGED_ROUNDS:-2}
+  build_targets staged cufuse_gemm_epilogue_per_layout_tests cufuse_bench_mlp cufuse_bench_mlp_per_layout
+  if [[ " $parts " == *" tests "* ]]; then
+    step "per-layout epilogue tests"
+    $B/test/cufuse_gemm_epilogue_per_layout_tests "[epilogue]" 2>&1 | tail -6 | tee "$OUT/staged_tests.log"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  fi
+  if [[ " $parts " == *" mlp "* ]]; then
+    for r in $(seq "$rounds"); do
+      step "MLP benchmark, round $r: default (one kernel for the layouts), then a kernel per layout"
+      $B/bench/cufuse_bench_mlp --small --out "$OUT/logs/mlp_default_$r.json" >"$OUT/logs/mlp_default_$r.log" 2>&1 || status=1
+      $B/bench/cufuse_bench_mlp_per_layout --small --out "$OUT/logs/mlp_staged_$r.json" >"$OUT/logs/mlp_staged_$r.log" 2>&1 || status=1
+    done
+    python3 bench/ab_rows.py --a "$OUT"/logs/mlp_default_*.json --b "$OUT"/logs/mlp_staged_*.json \
+      --names one_kernel,per_layout | tee "$OUT/staged_mlp.md"
+  fi
+  if [[ " $parts " == *" sanitize "* ]]; then
+    step "compute-sanitizer memcheck / racecheck (per-layout epilogue tests)"
+    for tool in memcheck racecheck; do
+      filter='*auxiliary*,*batches*,*relu*,*residual*'
+      [ $tool = racecheck ] && filter='*auxiliary*,*residual*'
+      timeout ${SANITIZE_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
+        $B/test/cufuse_gemm_epilogue_per_layout_tests "$filter" >"$OUT/logs/${tool}_staged.log" 2>&1
+      rc=$?
+      echo "$tool exit $rc: $(tail -1 "$OUT/logs/${tool}_staged.log")" | tee -a "$OUT/staged_sanitize.log"
+      [ $rc = 0 ] || status=1
+    done
   fi
 fi
 

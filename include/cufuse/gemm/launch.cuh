@@ -113,7 +113,7 @@ constexpr bool tf32_of() {
 }
 
 /// Whether `Epi` runs its 16-bit wgmma configurations as one kernel for the four layouts (an
-/// expression epilogue built with CUFUSE_EPI_ONE_KERNEL_FOR_LAYOUTS=1).
+/// expression epilogue, unless built with CUFUSE_EPI_ONE_KERNEL_FOR_LAYOUTS=0).
 template <class Epi>
 constexpr bool one_kernel_for_layouts() {
   if constexpr (requires { Epi::one_kernel_for_layouts; }) {

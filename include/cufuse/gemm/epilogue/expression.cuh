@@ -24,10 +24,11 @@
 #include <utility>
 #include <vector>
 
-/// 1: the 16-bit wgmma kernels of an expression epilogue take the layout at run time, one kernel
-/// for the four layouts (expression_epilogue::one_kernel_for_layouts). Default 0.
+/// 1 (default): the 16-bit wgmma kernels of an expression epilogue take the layout at run time,
+/// one kernel for the four layouts (expression_epilogue::one_kernel_for_layouts). 0: a kernel per
+/// layout, 2.2-2.5x the compile time for about 2% of the fused GEMM's time (bench/JOURNAL.md e8).
 #ifndef CUFUSE_EPI_ONE_KERNEL_FOR_LAYOUTS
-#define CUFUSE_EPI_ONE_KERNEL_FOR_LAYOUTS 0
+#define CUFUSE_EPI_ONE_KERNEL_FOR_LAYOUTS 1
 #endif
 
 namespace cufuse {
@@ -340,11 +341,12 @@ struct expression_epilogue<E, pack<Xs...>, pack<epi_output<Us>...>> {
   static_assert(sizeof...(Xs) == sizeof...(Us), "cufuse: internal: one output per expression");
   static constexpr bool loads = true;
   static constexpr bool extra_outputs = sizeof...(Xs) > 0;
-  /// With CUFUSE_EPI_ONE_KERNEL_FOR_LAYOUTS=1, the 16-bit wgmma kernels of an expression
-  /// epilogue take the layout (transposes) at run time: one kernel with four main loops and one
-  /// epilogue instead of four kernels (launch.cuh, kernel_of). A bf16 `relu(acc + b) + R` file
-  /// then compiles in 45 s instead of 112 s (bench/JOURNAL.md e7). Off by default until its
-  /// kernels have been run on a GPU.
+  /// The 16-bit wgmma kernels of an expression epilogue take the layout (transposes) at run
+  /// time: one kernel with four main loops and one epilogue instead of four kernels (launch.cuh,
+  /// kernel_of), since the epilogue's stores are most of a kernel's code and compile time. A
+  /// bf16 `relu(acc + b) + R` file compiles in 45 s instead of 112 s; the fused GEMM takes
+  /// about 2% longer (bench/JOURNAL.md e7, e8). CUFUSE_EPI_ONE_KERNEL_FOR_LAYOUTS=0: a kernel
+  /// per layout.
   static constexpr bool one_kernel_for_layouts = CUFUSE_EPI_ONE_KERNEL_FOR_LAYOUTS != 0;
   /// An operand may be staged in shared memory (a residual laid out as C: epi_leaf's Staged).
   static constexpr bool staged = has_staged_v<E>;
