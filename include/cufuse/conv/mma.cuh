@@ -15,12 +15,6 @@
 
 #include <climits>
 
-/// 1: the wgmma conv tiles issue one MMA group per K step (conv_wgmma_mainloop). Default 0 (a
-/// group per K tile) until it has been measured on a GPU (bench/JOURNAL.md c6).
-#ifndef CUFUSE_CONV_WGMMA_STEP_GROUPS
-#define CUFUSE_CONV_WGMMA_STEP_GROUPS 0
-#endif
-
 namespace cufuse::conv_detail {
 
 /// The tensor-core conv tiles: BM output pixels x BN output channels x BK reduction elements,
@@ -473,11 +467,15 @@ CUFUSE_DEVICE_FN void conv_mainloop(float (&acc)[Cfg::MI][Cfg::NI][4], int tiles
 }
 
 /// The main loop of the wgmma tiles (wgmma_conv_config), over the same load(t, st) / view(st)
-/// as conv_mainloop. A tile's wgmma group runs while the next tile's A fragments are read (into
-/// the other register set); a tile's stage is refilled once every warpgroup's group that read
-/// it is complete (wait 1 and the barrier of the next tile), so loads run S - 2 tiles ahead.
-/// cp.async writes shared memory through the generic proxy and wgmma reads it through the async
-/// one: each thread fences its copies before the barrier.
+/// as conv_mainloop. One MMA group per K step, its A fragments in one of two register sets that
+/// alternate (as the TF32 GEMM's register-A path, mainloop/wgmma.cuh run_rs): a step's registers
+/// are rewritten only after the wait of the step after it, so a group runs while the next step's
+/// fragments are read. A whole tile's fragments double-buffered instead (a group per K tile)
+/// made ptxas serialize the MMAs (C7513) and ran 1-5% slower on ResNet's 3x3 layers
+/// (bench/JOURNAL.md c6, c7). A tile's stage is refilled once every warpgroup's groups that read
+/// it are complete (the wait of the next tile's first step, and its barrier), so loads run
+/// S - 2 tiles ahead. cp.async writes shared memory through the generic proxy and wgmma reads it
+/// through the async one: each thread fences its copies before the barrier.
 template <class Cfg, class Load, class View>
 CUFUSE_DEVICE_FN void conv_wgmma_mainloop(float (&acc)[Cfg::NI * 4], int tiles, Load&& load,
                                           View&& view) {
@@ -499,28 +497,9 @@ CUFUSE_DEVICE_FN void conv_wgmma_mainloop(float (&acc)[Cfg::NI * 4], int tiles, 
   cp_async_wait<S - 2>();
   fence_async_shared();
   __syncthreads();
-  int rs = 0; // the stage of tile t
-  // After tile t's MMAs are issued and tile t - 1's are complete (this warpgroup's): once every
-  // thread's copies of tile t + 1 have landed and every warpgroup is past tile t - 1, tile
-  // t - 1's stage takes tile t + S - 1.
-  const auto next_tile = [&](int t) {
-    cp_async_wait<S - 3>(); // tile t + 1 has landed (this thread's copies)
-    fence_async_shared();
-    __syncthreads(); // everyone's copies of tile t + 1; every group of tile t - 1 done
-    const int refill = rs == 0 ? S - 1 : rs - 1;
-    rs = rs + 1 == S ? 0 : rs + 1;
-    if (t + S - 1 < tiles) {
-      load(t + S - 1, refill);
-    }
-    cp_async_commit();
-  };
-#if CUFUSE_CONV_WGMMA_STEP_GROUPS
-  // One MMA group per K step, its A fragments in one of two register sets that alternate (as the
-  // TF32 GEMM's register-A path, mainloop/wgmma.cuh run_rs): a step's registers are rewritten
-  // only after the wait of the step after it. With a whole tile's fragments double-buffered
-  // instead (below), ptxas serializes the MMAs (C7513; bench/JOURNAL.md c6).
   static_assert(KS % 2 == 0, "cufuse: the K steps of a tile alternate two fragment sets");
   unsigned fs[2][4];
+  int rs = 0; // the stage of tile t
   for (int t = 0; t < tiles; ++t) {
     const auto v = view(rs);
     CUFUSE_UNROLL
@@ -531,32 +510,18 @@ CUFUSE_DEVICE_FN void conv_wgmma_mainloop(float (&acc)[Cfg::NI * 4], int tiles, 
       wgmma_commit();
       wgmma_wait<1>(); // the previous step's group (at ks = 0: tile t - 1's last) is complete
     }
-    next_tile(t);
+    // Tile t - 1's groups are complete (this warpgroup's): once every thread's copies of tile
+    // t + 1 have landed and every warpgroup is past tile t - 1, its stage takes tile t + S - 1.
+    cp_async_wait<S - 3>(); // tile t + 1 has landed (this thread's copies)
+    fence_async_shared();
+    __syncthreads(); // everyone's copies of tile t + 1; every group of tile t - 1 done
+    const int refill = rs == 0 ? S - 1 : rs - 1;
+    rs = rs + 1 == S ? 0 : rs + 1;
+    if (t + S - 1 < tiles) {
+      load(t + S - 1, refill);
+    }
+    cp_async_commit();
   }
-#else
-  unsigned fa[2][KS][4];
-  auto step = [&](int t, unsigned(&f)[KS][4]) {
-    const auto v = view(rs);
-    CUFUSE_UNROLL
-    for (int ks = 0; ks < KS; ++ks) {
-      mma_a_fragment<Cfg, false, true>(v.ra, v.pa, v.a_base, 0, ks, f[ks], v.rows);
-    }
-    wgmma_fence();
-    CUFUSE_UNROLL
-    for (int ks = 0; ks < KS; ++ks) {
-      wgmma_rs16<Cfg::BN, T>::run(acc, f[ks], wgmma_desc<false>(v.rb + unsigned(ks * 32)));
-    }
-    wgmma_commit();
-    wgmma_wait<1>(); // this warpgroup's group of tile t - 1 is complete
-    next_tile(t);
-  };
-  for (int t = 0; t < tiles; t += 2) { // two register sets, named statically
-    step(t, fa[0]);
-    if (t + 1 < tiles) {
-      step(t + 1, fa[1]);
-    }
-  }
-#endif
   wgmma_wait<0>();
   cp_async_wait<0>();
 #else
