@@ -10,7 +10,8 @@
 //   block     y = relu(bn2(conv2(relu(bn1(conv1(x))))) + x), batch norm folded, both epilogues
 //             fused: two kernels
 //
-// Medians of CUDA-event timings; --out writes JSON rows {workload, what, variant, ms, tflops}.
+// Medians of CUDA-event timings; --out writes JSON rows {workload, what, variant, ms, tflops};
+// --only SUBSTR runs the bf16 layers whose name contains SUBSTR (e.g. "28x28 C128"), nothing else.
 #include "timing.cuh"
 
 #include <cufuse/conv.cuh>
@@ -209,9 +210,12 @@ void bench_block(index_t n, index_t hw, index_t c, bench::timer& tm, std::mt1993
 
 int main(int argc, char** argv) {
   const char* out = nullptr;
+  const char* only = nullptr; // --only SUBSTR: the bf16 layers whose name has it, nothing else
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
       out = argv[++i];
+    } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      only = argv[++i];
     }
   }
   cudaDeviceProp prop{};
@@ -228,13 +232,17 @@ int main(int argc, char** argv) {
       {32, 56, 56, 256, 64, 1, 1, 1, 0},  {32, 224, 224, 3, 64, 7, 7, 2, 3},
   };
   for (const conv_shape& s : shapes) {
-    bench_conv(s, tm, rng);
+    if (only == nullptr || name_of(s).find(only) != std::string::npos) {
+      bench_conv(s, tm, rng);
+    }
   }
-  for (const conv_shape& s : {shapes[0], shapes[1], shapes[2], shapes[3], shapes[7]}) {
-    bench_conv_f32(s, tm, rng);
+  if (only == nullptr) {
+    for (const conv_shape& s : {shapes[0], shapes[1], shapes[2], shapes[3], shapes[7]}) {
+      bench_conv_f32(s, tm, rng);
+    }
+    bench_block(32, 56, 64, tm, rng);
+    bench_block(32, 14, 256, tm, rng);
   }
-  bench_block(32, 56, 64, tm, rng);
-  bench_block(32, 14, 256, tm, rng);
   if (out != nullptr) {
     FILE* f = std::fopen(out, "w");
     if (f == nullptr) {

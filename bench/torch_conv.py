@@ -45,9 +45,33 @@ SHAPES = [  # n, h, w, c, k, r, s, stride, pad (as conv_bench.cu)
 F32_SHAPES = [SHAPES[i] for i in (0, 1, 2, 3, 7)]
 
 
+def kernels_of(fn, calls=5):
+    """The CUDA kernels one call of `fn` runs (torch.profiler): [(name, mean us per call)]."""
+    from collections import defaultdict
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    total = defaultdict(float)
+    for e in prof.events():
+        if str(getattr(e, "device_type", "")).endswith("CUDA"):
+            us = getattr(e, "device_time", None)
+            us = getattr(e, "cuda_time", 0.0) if us is None else us
+            total[e.name] += us
+    return sorted(((n, t / calls) for n, t in total.items()), key=lambda x: -x[1])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
+    ap.add_argument("--kernels", action="store_true",
+                    help="print the kernels cuDNN runs for each bf16 layer (torch.profiler) and stop")
+    ap.add_argument("--only", default="",
+                    help="--kernels: the layers whose name contains this; then 5 more calls in an "
+                         "NVTX range 'cudnn_conv' (bench/profile_conv.sh)")
     args = ap.parse_args()
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
@@ -65,6 +89,22 @@ def main():
         b = torch.randn(k, device=dev, dtype=dtype) * 0.5
         return x, wt, b
 
+    if args.kernels:
+        for n, h, w, c, k, r, s, st, pad in SHAPES:
+            name = f"conv N{n} {h}x{w} C{c} K{k} {r}x{s} s{st}"
+            if args.only not in name:
+                continue
+            x, wt, b = tensors(n, h, w, c, k, r, s, torch.bfloat16)
+            print(f"{name}:", flush=True)
+            for kname, us in kernels_of(lambda: F.conv2d(x, wt, stride=st, padding=pad)):
+                print(f"  {us:8.2f} us  {kname}", flush=True)
+            if args.only:
+                torch.cuda.nvtx.range_push("cudnn_conv")
+                for _ in range(5):
+                    F.conv2d(x, wt, stride=st, padding=pad)
+                torch.cuda.synchronize()
+                torch.cuda.nvtx.range_pop()
+        return
     for n, h, w, c, k, r, s, st, pad in SHAPES:
         x, wt, b = tensors(n, h, w, c, k, r, s, torch.bfloat16)
         name = f"conv N{n} {h}x{w} C{c} K{k} {r}x{s} s{st}"
