@@ -75,6 +75,13 @@ std::size_t halo_variants(const conv_case& t, bool tf32) {
   return n;
 }
 
+/// The im2col TMA tiles that run case t (conv/variants.cuh's tma_conv_config, im2col_fits): on
+/// sm_90, fp16 / bf16 with C a multiple of 64 (the cases' strides, padding and dilation are
+/// within their limits): the GEMM's wgmma 128x128 ping-pong, 128x256 and 64x128 tiles.
+std::size_t im2col_variants(const conv_case& t, bool tf32) {
+  return !tf32 && sm90() && t.c % 64 == 0 ? 3 : 0;
+}
+
 std::string name_of(const conv_case& t) {
   return "N" + std::to_string(t.n) + " H" + std::to_string(t.h) + " W" + std::to_string(t.w) +
          " C" + std::to_string(t.c) + " K" + std::to_string(t.k) + " " + std::to_string(t.r) + "x" +
@@ -226,6 +233,12 @@ std::vector<conv_case> cases() {
       {1, 10, 12, 64, 16, 5, 5, P{.padding = {2, 2}}},                      // 25 taps
       {1, 6, 8, 128, 16, 1, 3, P{.padding = {0, 1}}},   // 3 taps = stages - 1, 4 chunks
       {1, 5, 9, 64, 8, 1, 2, P{.padding_end = {0, 1}}}, // 2 taps: the 3-stage halo tiles only
+      // C a multiple of 64 with stride 2, dilation 2, a strided 1x1: the im2col tiles' map walks
+      // the window origins with the conv's strides and reads each tap at an offset.
+      {2, 13, 11, 64, 72, 3, 3, P{.stride = {2, 2}, .padding = {1, 1}}},
+      {1, 12, 10, 64, 40, 3, 3, P{.padding = {2, 2}, .dilation = {2, 2}}},
+      {2, 9, 9, 128, 136, 1, 1, P{.stride = {2, 2}}},
+      {1, 9, 7, 64, 24, 3, 3, P{.stride = {2, 1}, .padding = {0, 2}, .padding_end = {1, 0}}},
   };
 }
 
@@ -255,7 +268,7 @@ void run_cases(data_kind kind, cufuse::gemm_math math = cufuse::gemm_math::fp32)
     // Otherwise fp16 / bf16 run on the element-gather tile (and SIMT), fp32 on SIMT only.
     CHECK(names.size() == (tensor_cores
                                ? (std::is_same_v<T, float> ? tf32_variants : half_variants()) +
-                                     halo_variants(t, tf32)
+                                     halo_variants(t, tf32) + im2col_variants(t, tf32)
                                : (sizeof(T) == 2 ? 2u : 1u)));
     if (!tensor_cores && sizeof(T) == 2) {
       CHECK(names.front() == std::string("conv_mma_") +
@@ -314,7 +327,7 @@ TEST_CASE("conv2d: fused epilogue (folded batch norm, ReLU, residual), every var
       mag[e] = acc.mag[e] * std::abs(hscale[o]);
     }
     std::vector<std::string> names = cufuse::conv2d_variants(x, w, y, t.prm);
-    CHECK(names.size() == half_variants() + halo_variants(t, false));
+    CHECK(names.size() == half_variants() + halo_variants(t, false) + im2col_variants(t, false));
     names.insert(names.begin(), std::string());
     for (const std::string& v : names) {
       cufuse::gemm_options opt;
@@ -428,15 +441,18 @@ TEST_CASE("conv2d: the halo tiles read X's pixels through their stride; forced w
   auto xv = cufuse::slice(xw, cufuse::all, cufuse::all, cufuse::all, cufuse::range(32, 96));
   const auto want = conv_ref(hx, hw, t, t.h, t.w);
   const std::vector<std::string> names = cufuse::conv2d_variants(xv, w, y, t.prm);
-  CHECK(names.size() == half_variants() + halo_variants(t, false));
-  std::size_t halo = 0;
+  CHECK(names.size() == half_variants() + halo_variants(t, false) + im2col_variants(t, false));
+  std::size_t halo = 0, im2col = 0;
   for (const std::string& v : names) {
-    if (v.find("_halo") == std::string::npos) {
+    // The im2col tiles read X through a TMA map with its strides: the same slice.
+    im2col += v.find("_im2col_") != std::string::npos;
+    if (v.find("_halo") == std::string::npos && v.find("_im2col_") == std::string::npos) {
       continue;
     }
-    ++halo;
+    halo += v.find("_halo") != std::string::npos;
     check_variant(xv, w, y, t, v, want, "bf16 channel slice, pixels 128 apart");
   }
+  CHECK(im2col == im2col_variants(t, false));
   CHECK(halo == halo_variants(t, false));
   CHECK(halo == (sm90() ? 3u : 0u));
   // Stride 2: no halo tile; forcing one names the rule.
@@ -509,7 +525,7 @@ TEST_CASE("conv2d: the tuner: tune_conv2d records, frozen and online modes choos
   cufuse::tuning::set_mode(cufuse::tune_mode::frozen);
 
   const std::vector<std::string> names = cufuse::conv2d_variants(x, w, y, t.prm);
-  REQUIRE(names.size() == half_variants() + halo_variants(t, false));
+  REQUIRE(names.size() == half_variants() + halo_variants(t, false) + im2col_variants(t, false));
   CHECK(!cufuse::tuning::chosen_conv2d(x, w, y, t.prm).has_value());
   const auto c = cufuse::tuning::tune_conv2d(x, w, y, t.prm, {}, 2);
   CHECK(std::find(names.begin(), names.end(), c.variant) != names.end());

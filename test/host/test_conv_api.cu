@@ -370,12 +370,13 @@ TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_a
   // bf16 variants in for_each_mma_config's order: the wgmma tiles 0 128x128x64 s3, 1 128x64x64
   // s4; mma.sync 2 128x128x32 s5, 3 128x64x32 s5, 4 128x64x64 s4, 5 64x64x64 s4, 6 64x64x32 s4,
   // 7 64x64x64 s4 k4, 8 the element gather; 9 wgmma 64x64x64 s4; the wgmma halo tiles 10
-  // 128x128 s3 halo64, 11 128x64 s4 halo128, 12 64x64 s4 halo64; 13 SIMT.
+  // 128x128 s3 halo64, 11 128x64 s4 halo128, 12 64x64 s4 halo64; the GEMM's wgmma tiles with
+  // im2col TMA loads 13 128x128 ping-pong, 14 128x256, 15 64x128 two blocks per SM; 16 SIMT.
   std::vector<std::string> names;
   cufuse::conv_detail::for_each_mma_config<bf16>([&](auto cfg) {
     names.push_back(cufuse::conv_detail::mma_name<typename decltype(cfg)::type>());
   });
-  REQUIRE(names.size() == 13u);
+  REQUIRE(names.size() == 16u);
   CHECK(names[0] == "conv_wgmma_bf16_128x128x64_s3");
   CHECK(names[1] == "conv_wgmma_bf16_128x64x64_s4");
   CHECK(names[3] == "conv_mma_bf16_128x64x32_s5");
@@ -386,6 +387,9 @@ TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_a
   CHECK(names[10] == "conv_wgmma_bf16_128x128x64_s3_halo64");
   CHECK(names[11] == "conv_wgmma_bf16_128x64x64_s4_halo128");
   CHECK(names[12] == "conv_wgmma_bf16_64x64x64_s4_halo64");
+  CHECK(names[13] == "conv_im2col_bf16_128x128x64_wg2pp_s6");
+  CHECK(names[14] == "conv_im2col_bf16_128x256x64_wg2_s4");
+  CHECK(names[15] == "conv_im2col_bf16_64x128x64_wg1_s4_b2");
   auto layer = [](index_t n, index_t pq, index_t k) {
     cufuse::conv_detail::conv_args a{};
     a.n = n;
@@ -394,7 +398,7 @@ TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_a
     a.k = k;
     return a;
   };
-  const std::uint32_t mma = 0xfcu | 1u << 13; // the mma.sync gathers and SIMT can run
+  const std::uint32_t mma = 0xfcu | 1u << 16; // the mma.sync gathers and SIMT can run
   // The measured fastest mma.sync tile (bench/JOURNAL.md c3) on all but 7x7 C512 (there
   // 128x64x64, 5% ahead).
   CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, mma) == 3);
@@ -420,8 +424,17 @@ TEST_CASE("conv2d: the heuristic's picks on ResNet's layers (132 SMs)", "[conv_a
   CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, wg | 1u << 10) == 1); // not of 1's size
   CHECK(heuristic_choice<bf16>(layer(1, 7, 512), 132, halo) == 7);
   // C = 3: only the element gather and SIMT can run; nothing but SIMT: SIMT.
-  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 8 | 1u << 13) == 8);
-  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 13) == 13);
+  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 8 | 1u << 16) == 8);
+  CHECK(heuristic_choice<bf16>(layer(32, 112, 64), 132, 1u << 16) == 16);
+  // The im2col tiles where they run and K >= 128: the 128 x 128 ping-pong tile with at least
+  // one tile per SM (28x28: 196 tiles), else the 64 x 128 tile (14x14 C256: 98 tiles of
+  // 128 x 128; 7x7 C512: 52); K = 64: the halo tile as before.
+  const std::uint32_t im2col = halo | 7u << 13;
+  CHECK(heuristic_choice<bf16>(layer(32, 28, 128), 132, im2col) == 13);
+  CHECK(heuristic_choice<bf16>(layer(32, 14, 256), 132, im2col) == 15);
+  CHECK(heuristic_choice<bf16>(layer(32, 7, 512), 132, im2col) == 15);
+  CHECK(heuristic_choice<bf16>(layer(32, 56, 64), 132, im2col) == 11);
+  CHECK(heuristic_choice<bf16>(layer(32, 28, 128), 132, halo | 1u << 15) == 15); // only 64x128
 }
 
 TEST_CASE("conv2d: which convolutions the halo tiles take", "[conv_api]") {

@@ -44,6 +44,42 @@ inline device_facts facts_of_current_device() {
   return {static_cast<int>(v >> 8), static_cast<int>(v & 0xff), dev};
 }
 
+/// A convolution on the GEMM's wgmma kernel of configuration G (its producer warpgroup, ring,
+/// ping-pong or cooperative consumers and TMA-store epilogues, expression epilogues included):
+/// the GEMM [n p q, r s c] x [r s c, k] with A read from X by TMA in im2col mode, each K tile
+/// one filter tap and 64 channels (gemm_args::conv, mainloop/wgmma.cuh wgmma_produce), B the
+/// filter as a [k, r s c] matrix (layout NT), C = Y as [n p q, k]. No per-thread gather: the
+/// implicit-GEMM tiles spend about half their issue slots on the gather's addresses
+/// (bench/JOURNAL.md c8).
+template <class G>
+struct tma_conv_config {
+  using gemm = G;
+  using element = typename G::element;
+  static constexpr bool tma_conv = true;
+  static constexpr int BM = G::BM, BN = G::BN, BK = G::BK, stages = G::stages, splits = 1;
+  static constexpr int threads = G::threads, smem_bytes = G::smem_bytes;
+  static constexpr int min_blocks = G::min_blocks;
+};
+template <class Cfg>
+inline constexpr bool tma_conv_v = requires { Cfg::tma_conv; };
+
+/// Whether the im2col TMA tiles can run `a` (beyond mma_refusal's rules, which already ask for
+/// 16-byte aligned X and W, contiguous channels and strides in whole 16-byte units): 16-bit
+/// inputs, C a multiple of 64 (a K tile never straddles two taps), strides of at most 8 (TMA's
+/// element strides), the window origins' box within the map's 8-bit corners, filter offsets
+/// within 16 bits, X's strides nested (W's inside H's inside N's), and 32-bit GEMM extents.
+template <class T>
+bool im2col_fits(const conv_args& a) {
+  const index_t uw = (a.q - 1) * a.sw - a.pw - (a.wd - 1);
+  const index_t uh = (a.p - 1) * a.sh - a.ph - (a.h - 1);
+  auto corner = [](index_t v) { return v >= -128 && v <= 127; };
+  return sizeof(T) == 2 && a.c % 64 == 0 && a.sh <= 8 && a.sw <= 8 && corner(-a.ph) &&
+         corner(-a.pw) && corner(uh) && corner(uw) && (a.r - 1) * a.dh < 65536 &&
+         (a.s - 1) * a.dw < 65536 && a.xs[2] >= a.c && a.xs[1] >= a.wd * a.xs[2] &&
+         a.xs[0] >= a.h * a.xs[1] && a.n * a.p * a.q < INT_MAX && a.r * a.s * a.c < INT_MAX &&
+         a.n < INT_MAX && a.h < INT_MAX && a.wd < INT_MAX;
+}
+
 /// The SIMT variant's name (any shape, layout and alignment; exact fp32 arithmetic).
 inline constexpr const char* simt_name = "conv_simt_64x64x16";
 
@@ -62,6 +98,13 @@ template <class Cfg>
 std::string mma_name() {
   using T = typename Cfg::element;
   const char* t = std::is_same_v<T, float> ? "tf32" : (std::is_same_v<T, __half> ? "f16" : "bf16");
+  if constexpr (tma_conv_v<Cfg>) {
+    using G = typename Cfg::gemm;
+    return std::string("conv_im2col_") + t + "_" + std::to_string(G::BM) + "x" +
+           std::to_string(G::BN) + "x" + std::to_string(G::BK) + "_wg" + std::to_string(G::WG) +
+           (G::pingpong ? "pp" : "") + "_s" + std::to_string(G::stages) +
+           (G::min_blocks > 1 ? "_b" + std::to_string(G::min_blocks) : "");
+  }
   return std::string(wgmma_conv_v<Cfg> ? "conv_wgmma_" : "conv_mma_") + t + "_" +
          std::to_string(Cfg::BM) + "x" + std::to_string(Cfg::BN) + "x" + std::to_string(Cfg::BK) +
          "_s" + std::to_string(Cfg::stages) +
@@ -98,6 +141,11 @@ void for_each_mma_config(F&& f) {
     f(std::type_identity<halo_config<wgmma_conv_config<T, 128, 128, 3>, 64>>{});
     f(std::type_identity<halo_config<wgmma_conv_config<T, 128, 64, 4>, 128>>{});
     f(std::type_identity<halo_config<wgmma_conv_config<T, 64, 64, 4>, 64>>{});
+    // The GEMM's wgmma kernels with im2col TMA loads (the tuner's to choose).
+    using gemm_detail::wgmma_config;
+    f(std::type_identity<tma_conv_config<wgmma_config<T, 128, 128, 6, 1, true>>>{});
+    f(std::type_identity<tma_conv_config<wgmma_config<T, 128, 256, 4>>>{});
+    f(std::type_identity<tma_conv_config<wgmma_config<T, 64, 128, 4, 2>>>{});
   }
 }
 
@@ -184,6 +232,9 @@ std::string refusal_text(int code) {
     return "the halo tiles need stride 1, dilation 1, an output as large as the input, X's "
            "pixels evenly spaced, C a multiple of the tile's reduction step, at least stages - 1 "
            "and at most 32 filter taps, and (R - 1) W + S - 1 within the number the name ends with";
+  case 7:
+    return "the im2col tiles need fp16 / bf16 inputs, C a multiple of 64, strides of at most 8, "
+           "padding within 128 and X's strides nested (channels, then W, H, N)";
   default:
     return "no code for this device";
   }
@@ -193,7 +244,13 @@ std::string refusal_text(int code) {
 /// sets its shared-memory limit there.
 template <class Cfg, class Epi>
 bool mma_prepare() {
-  const void* k = reinterpret_cast<const void*>(&conv2d_mma_kernel<Cfg, Epi>);
+  const void* k = nullptr;
+  if constexpr (tma_conv_v<Cfg>) {
+    k = reinterpret_cast<const void*>(
+        gemm_detail::kernel_of<typename Cfg::gemm, false, true, Epi>());
+  } else {
+    k = reinterpret_cast<const void*>(&conv2d_mma_kernel<Cfg, Epi>);
+  }
   cudaFuncAttributes attr{};
   const cudaError_t e = cudaFuncGetAttributes(&attr, k);
   if (e == cudaErrorInvalidDeviceFunction || e == cudaErrorNoKernelImageForDevice) {
@@ -204,7 +261,7 @@ bool mma_prepare() {
   if (attr.binaryVersion < 80) {
     return false;
   }
-  if constexpr (wgmma_conv_v<Cfg>) { // sm_90a code (a build for sm_90 alone traps)
+  if constexpr (wgmma_conv_v<Cfg> || tma_conv_v<Cfg>) { // sm_90a code (sm_90 alone traps)
     bool has = false;
     CUFUSE_CUDA_CHECK_MSG(gemm_detail::probe_sm90a<Epi>(&has),
                           "cufuse::conv2d: probing for sm_90a code");
@@ -244,8 +301,58 @@ index_t tiles_of(const conv_args& a) {
   return ((a.n * a.p * a.q + Cfg::BM - 1) / Cfg::BM) * ((a.k + Cfg::BN - 1) / Cfg::BN);
 }
 
+/// Runs `a` on the GEMM wgmma kernel of tma_conv_config Cfg (persistent blocks, as many as
+/// the SMs hold).
 template <class Cfg, class Epi>
-void launch_mma(const conv_args& a, const Epi& epi, cudaStream_t stream) {
+void launch_im2col(const conv_args& a, const Epi& epi, cudaStream_t stream) {
+  using G = typename Cfg::gemm;
+  gemm_detail::gemm_args g{};
+  g.a = a.x;
+  g.b = a.w;
+  g.c = a.y;
+  g.lda = a.c;
+  g.ldb = a.ws[0];
+  g.ldc = a.ldy;
+  g.m = int(a.n * a.p * a.q);
+  g.n = int(a.k);
+  g.k = int(a.r * a.s * a.c);
+  g.batch = 1;
+  g.splits = 1;
+  g.k_chunk = g.k;
+  g.alpha = 1.0f;
+  g.beta = 0.0f;
+  g.out_type = a.out_type;
+  gemm_detail::conv_geometry& cv = g.conv;
+  cv.c = int(a.c);
+  cv.sc = int(a.s * a.c);
+  cv.pq = int(a.p * a.q);
+  cv.q = int(a.q);
+  cv.sh = int(a.sh);
+  cv.sw = int(a.sw);
+  cv.ph = int(a.ph);
+  cv.pw = int(a.pw);
+  cv.dh = int(a.dh);
+  cv.dw = int(a.dw);
+  cv.n = int(a.n);
+  cv.h = int(a.h);
+  cv.wd = int(a.wd);
+  cv.p = int(a.p);
+  cv.r = int(a.r);
+  cv.s = int(a.s);
+  cv.xs_n = a.xs[0];
+  cv.xs_h = a.xs[1];
+  cv.xs_w = a.xs[2];
+  const gemm_detail::oriented o{g, false, true, false};
+  const cudaError_t e =
+      gemm_detail::launch_wgmma<G>(gemm_detail::kernel_of<G, false, true, Epi>(), o, epi,
+                                   dim3(1, 1, 1), facts_of_current_device().sms, stream);
+  CUFUSE_CUDA_CHECK_MSG(e == cudaSuccess ? cudaGetLastError() : e,
+                        "launching cufuse::conv2d's " + mma_name<Cfg>());
+}
+
+/// Runs `a` on the implicit-GEMM kernel of configuration Cfg (conv2d_mma_kernel).
+template <class Cfg, class Epi>
+void launch_gather(const conv_args& a, const Epi& epi, cudaStream_t stream) {
   const index_t tiles = tiles_of<Cfg>(a);
   if (tiles > 0x7fffffff) {
     throw error("cufuse::conv2d: the output is too large for one launch of " + mma_name<Cfg>());
@@ -277,6 +384,15 @@ void launch_mma(const conv_args& a, const Epi& epi, cudaStream_t stream) {
     const cudaError_t freed = cudaFreeAsync(ws, stream);
     CUFUSE_CUDA_CHECK_MSG(e, "launching cufuse::conv2d's " + mma_name<Cfg>());
     CUFUSE_CUDA_CHECK_MSG(freed, "freeing the split-K workspace of " + mma_name<Cfg>());
+  }
+}
+
+template <class Cfg, class Epi>
+void launch_mma(const conv_args& a, const Epi& epi, cudaStream_t stream) {
+  if constexpr (tma_conv_v<Cfg>) {
+    launch_im2col<Cfg>(a, epi, stream);
+  } else {
+    launch_gather<Cfg>(a, epi, stream);
   }
 }
 
@@ -349,7 +465,8 @@ constexpr int blocks_per_sm() {
 /// C128 the 128 x 128 one at 0.74 waves is the fastest); where none does, the 64 x 64 mma.sync
 /// tile, or split-K when even that leaves more than half the SMs idle; the element gather where
 /// only it can run; else the SIMT kernel. A halo tile of the chosen tile's size replaces it
-/// where it can run. (Measured on ResNet's layers, bench/JOURNAL.md c3, c5.)
+/// where it can run. (Measured on ResNet's layers, bench/JOURNAL.md c3, c5.) Where an im2col
+/// TMA tile runs and K >= 128, one of those instead (below; c9).
 /// Host code without device calls: test/host/test_conv_api.cu checks its picks.
 template <class T>
 int heuristic_choice(const conv_args& a, int sms, std::uint32_t valid) {
@@ -361,8 +478,8 @@ int heuristic_choice(const conv_args& a, int sms, std::uint32_t valid) {
     if ((valid >> v & 1u) == 0) {
       return;
     }
-    if constexpr (halo_v<Cfg> || (wgmma_conv_v<Cfg> && Cfg::BM == 64)) {
-      return; // halo tiles: replacements, below; the 64-row wgmma tile: the tuner's to choose
+    if constexpr (halo_v<Cfg> || tma_conv_v<Cfg> || (wgmma_conv_v<Cfg> && Cfg::BM == 64)) {
+      return; // halo and im2col tiles: below; the 64-row wgmma tile: the tuner's to choose
     } else if constexpr (elem_gather_v<Cfg>) {
       elem = elem < 0 ? v : elem;
     } else if constexpr (Cfg::splits > 1) {
@@ -401,6 +518,35 @@ int heuristic_choice(const conv_args& a, int sms, std::uint32_t valid) {
     }
   });
   heuristic = halo >= 0 ? halo : heuristic;
+  // The im2col TMA tiles, where they run and K fills their 128 columns: the 128 x 128
+  // ping-pong tile when its tiles give every SM one, else the 64 x 128 tile with two blocks per
+  // SM (measured on ResNet's layers, bench/JOURNAL.md c9: 1.1-1.6x faster than the gathering
+  // tiles on the 3x3 layers with K >= 128; with K = 64 half of each tile's columns would idle,
+  // and the halo tile stays faster).
+  if (a.k >= 128) {
+    int pp = -1, narrow = -1, t = 0;
+    index_t pp_tiles = 0;
+    for_each_mma_config<T>([&](auto cfg) {
+      using Cfg = typename decltype(cfg)::type;
+      const int v = t++;
+      if constexpr (tma_conv_v<Cfg>) {
+        if ((valid >> v & 1u) != 0) {
+          if (Cfg::gemm::pingpong && pp < 0) {
+            pp = v;
+            pp_tiles = tiles_of<Cfg>(a);
+          } else if (Cfg::BM == 64 && narrow < 0) {
+            narrow = v;
+          }
+        }
+      }
+    });
+    if (pp >= 0 && (pp_tiles >= index_t(sms) || narrow < 0)) {
+      return pp;
+    }
+    if (narrow >= 0) {
+      return narrow;
+    }
+  }
   return heuristic < 0 ? i : heuristic;
 }
 
@@ -421,6 +567,9 @@ std::pair<std::uint32_t, int> valid_variants(const conv_args& a, const gemm_opti
     bool runs = elem_gather_v<Cfg> ? tc_elem : tc;
     if constexpr (halo_v<Cfg>) {
       runs = runs && halo_fits<Cfg>(a);
+    }
+    if constexpr (tma_conv_v<Cfg>) {
+      runs = runs && im2col_fits<T>(a);
     }
     if (runs && (ready >> v & 1u) != 0) {
       valid |= 1u << v;
@@ -502,6 +651,9 @@ void launch(const conv_args& a, const conv_key& key, const Epi& epi, const gemm_
             using Cfg = typename decltype(cfg)::type;
             if constexpr (halo_v<Cfg>) {
               code = i == int(v) && code == 0 && !halo_fits<Cfg>(a) ? 6 : code;
+            }
+            if constexpr (tma_conv_v<Cfg>) {
+              code = i == int(v) && code == 0 && !im2col_fits<T>(a) ? 7 : code;
             }
             ++i;
           });

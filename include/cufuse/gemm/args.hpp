@@ -14,6 +14,21 @@ constexpr const char* dtype_name(dtype t) {
 }
 constexpr int dtype_size(dtype t) { return t == dtype::f32 ? 4 : 2; }
 
+/// A convolution that a wgmma kernel runs as the GEMM [n p q, r s c] x [r s c, k]
+/// (conv/variants.cuh, tma_conv_config): A is X (NHWC) read through a TMA im2col map, each K tile
+/// one filter tap (r, s) and 64 channels from c0 (C a multiple of 64). `c` = 0: not a convolution.
+/// The kernel reads c, sc, pq, q and the strides, padding and dilation; the host (the im2col map)
+/// the rest.
+struct conv_geometry {
+  int c = 0;         // input channels
+  int sc = 0;        // S * C: the reduction elements of one filter row
+  int pq = 0, q = 0; // output pixels of an image, of a row
+  int sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  int n = 0, h = 0, wd = 0, p = 0, r = 0, s = 0; // X's images, rows, columns; P; the filter
+  std::int64_t xs_n = 0, xs_h = 0, xs_w = 0;     // X's strides in elements (channels: 1)
+  bool operator==(const conv_geometry&) const = default;
+};
+
 /// Kernel parameters. Batch b and split s of blockIdx.z = b * splits + s; split s covers K range
 /// [s*k_chunk, (s+1)*k_chunk).
 struct gemm_args {
@@ -36,6 +51,7 @@ struct gemm_args {
   // arrival counter per output tile and batch (zero at launch); c and the rest describe C.
   float* ws;
   unsigned* ws_count;
+  conv_geometry conv; // wgmma kernels: a convolution (conv.c != 0), A loaded by im2col TMA
 };
 
 } // namespace cufuse::gemm_detail

@@ -63,6 +63,11 @@ cudaError_t encode_tma_operand(CUtensorMap* map, dtype t, const void* ptr, std::
                                std::int64_t outer, std::int64_t ld, std::int64_t batch,
                                std::int64_t batch_stride, int box_inner, int box_outer);
 
+/// Host: encodes the TMA im2col descriptor of a convolution's X (NHWC, `g`): boxes of `pixels`
+/// output pixels x `channels` channels, 128-byte swizzle, zeros outside X (the padding).
+cudaError_t encode_im2col_operand(CUtensorMap* map, dtype t, const void* ptr,
+                                  const conv_geometry& g, int pixels, int channels);
+
 /// Whether `Cfg` is an mma.sync configuration whose stages TMA fills (mma_config::tma).
 template <class Cfg>
 constexpr bool tma_loads() {
@@ -168,6 +173,7 @@ struct tma_maps {
     unsigned batch = 0;
     bool ta = false, tb = false, swapped = false;
     const void* x = nullptr; // the epilogue's staged operand (gemm_args::epi_operand)
+    conv_geometry conv{};    // a convolution: A is X through an im2col map
     bool operator==(const key_t&) const = default;
   };
   key_t key;
@@ -314,15 +320,18 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
                             ta,
                             tb,
                             swapped,
-                            args.epi_operand != 0 ? x.ptr : nullptr};
+                            args.epi_operand != 0 ? x.ptr : nullptr,
+                            args.conv};
   const cudaError_t e = maps.get(key, [&](tma_maps& m) {
     const dtype t = dtype_of<typename Cfg::element>();
     const std::int64_t batch = batches;
     constexpr int bk = Cfg::BK;
-    cudaError_t r = ta ? encode_tma_operand(&m.a, t, args.a, args.m, args.k, args.lda, batch,
-                                            args.stride_a, bk, bk)
-                       : encode_tma_operand(&m.a, t, args.a, args.k, args.m, args.lda, batch,
-                                            args.stride_a, bk, Cfg::BM);
+    cudaError_t r = args.conv.c != 0
+                        ? encode_im2col_operand(&m.a, t, args.a, args.conv, Cfg::BM, bk)
+                    : ta ? encode_tma_operand(&m.a, t, args.a, args.m, args.k, args.lda, batch,
+                                              args.stride_a, bk, bk)
+                         : encode_tma_operand(&m.a, t, args.a, args.k, args.m, args.lda, batch,
+                                              args.stride_a, bk, Cfg::BM);
     if (r == cudaSuccess) {
       r = tb ? encode_tma_operand(&m.b, t, args.b, args.k, args.n, args.ldb, batch, args.stride_b,
                                   bk, Cfg::BN)

@@ -190,6 +190,20 @@ CUFUSE_DEVICE_FN void tma_load(unsigned dst, const CUtensorMap* map, unsigned ba
                : "memory");
 }
 
+/// TMA load in im2col mode (4-d NHWC map, cuTensorMapEncodeIm2col): the map's pixels per column
+/// (output pixels, from the window origin (w, h) of image n, walking the map's pixel box) x its
+/// channels per pixel from channel c, each pixel read at its origin plus the filter offset
+/// (off_w, off_h), zeros outside X, into shared `dst`; completes on mbarrier `bar`.
+CUFUSE_DEVICE_FN void tma_load_im2col(unsigned dst, const CUtensorMap* map, unsigned bar, int c,
+                                      int w, int h, int n, unsigned short off_w,
+                                      unsigned short off_h) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};\n" ::"r"(dst),
+               "l"(reinterpret_cast<std::uint64_t>(map)), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(n),
+               "h"(off_w), "h"(off_h)
+               : "memory");
+}
+
 /// TMA store: copies the box at shared `src` to coordinates (c0, c1, c2) of `map` (elements
 /// outside the tensor are not written), as part of this thread's current bulk group.
 CUFUSE_DEVICE_FN void tma_store(const CUtensorMap* map, unsigned src, int c0, int c1, int c2) {

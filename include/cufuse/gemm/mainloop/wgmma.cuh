@@ -222,6 +222,19 @@ CUFUSE_DEVICE_FN void wgmma_produce(const wgmma_smem<Cfg>& sm, const CUtensorMap
     const int ba = p.stride_a != 0 ? w.batch : 0;
     const int bb = p.stride_b != 0 ? w.batch : 0;
     const int ktiles = w.k_tiles<BK>();
+    // A convolution (p.conv.c != 0, K-major A): the tile's first output pixel (image, row,
+    // column) and its window origin in X; each K tile is one filter tap and 64 channels.
+    const conv_geometry& cv = p.conv;
+    int img = 0, oh = 0, ow = 0;
+    if constexpr (!AMn) {
+      if (cv.c != 0) {
+        const int m0 = int(w.m0);
+        img = m0 / cv.pq;
+        const int rem = m0 - img * cv.pq, op = rem / cv.q;
+        oh = op * cv.sh - cv.ph;
+        ow = (rem - op * cv.q) * cv.sw - cv.pw;
+      }
+    }
     for (int t = 0; t < ktiles; ++t, ++it) {
       const int s = it % S;
       mbar_wait(sm.empty(s), ((it / S) & 1) ^ 1); // first round: passes at once
@@ -231,6 +244,11 @@ CUFUSE_DEVICE_FN void wgmma_produce(const wgmma_smem<Cfg>& sm, const CUtensorMap
         for (int j = 0; j < Cfg::BM / mn_box; ++j) {
           tma_load(sm.slot_a(s) + j * mn_box_bytes, map_a, sm.full(s), w.m0 + mn_box * j, k0, ba);
         }
+      } else if (cv.c != 0) {
+        const int fr = k0 / cv.sc, rs = k0 - fr * cv.sc, fs = rs / cv.c;
+        tma_load_im2col(sm.slot_a(s), map_a, sm.full(s), rs - fs * cv.c, ow, oh, img,
+                        static_cast<unsigned short>(fs * cv.dw),
+                        static_cast<unsigned short>(fr * cv.dh));
       } else {
         tma_load(sm.slot_a(s), map_a, sm.full(s), k0, w.m0, ba);
       }
