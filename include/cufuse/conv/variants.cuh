@@ -53,6 +53,8 @@ inline device_facts facts_of_current_device() {
 /// (bench/JOURNAL.md c8).
 template <class G>
 struct tma_conv_config {
+  static_assert(G::splits == 1, "cufuse: the im2col tiles are unsplit (the cluster split-K form "
+                                "measured slower on every ResNet layer: bench/JOURNAL.md c9)");
   using gemm = G;
   using element = typename G::element;
   static constexpr bool tma_conv = true;
@@ -116,7 +118,9 @@ std::string mma_name() {
 /// in the heuristic's order of preference (heuristic_choice): the 128-row wgmma tiles (sm_90a),
 /// the mma.sync tiles, larger first, split-K, the element gather, the 64-row wgmma tile (the
 /// tuner's to choose), then the wgmma halo tiles of stride-1 "same" convolutions (halo_config),
-/// which replace the gathering tile of their size where they can run.
+/// which replace the gathering tile of their size where they can run, then the GEMM's wgmma
+/// tiles with im2col TMA loads (tma_conv_config), chosen before all others where they run and
+/// K >= 128 (heuristic_choice).
 /// Measured on ResNet's layers (bench/JOURNAL.md c2, c3, c5): no 128 x 128 mma.sync tile with
 /// 64-element steps (it spills); halo tiles over mma.sync (they were no faster: the ldmatrix
 /// and MMA issue, not the gather, bounds those tiles) and TF32 ones are not in the set.
@@ -141,7 +145,7 @@ void for_each_mma_config(F&& f) {
     f(std::type_identity<halo_config<wgmma_conv_config<T, 128, 128, 3>, 64>>{});
     f(std::type_identity<halo_config<wgmma_conv_config<T, 128, 64, 4>, 128>>{});
     f(std::type_identity<halo_config<wgmma_conv_config<T, 64, 64, 4>, 64>>{});
-    // The GEMM's wgmma kernels with im2col TMA loads (the tuner's to choose).
+    // The GEMM's wgmma kernels with im2col TMA loads.
     using gemm_detail::wgmma_config;
     f(std::type_identity<tma_conv_config<wgmma_config<T, 128, 128, 6, 1, true>>>{});
     f(std::type_identity<tma_conv_config<wgmma_config<T, 128, 256, 4>>>{});
