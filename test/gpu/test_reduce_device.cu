@@ -101,6 +101,44 @@ TEST_CASE("var of 2^28 values around 1e4 is accurate to 1e-6 relative", "[reduce
   CHECK(std::fabs(gmean - mean) <= 1e-6 * mean);
 }
 
+TEST_CASE("var and std of values far from zero, with outliers, against double loops",
+          "[reduce_gpu]") {
+  // The flat kernel folds each step of values in float around the step's mean: outliers (a
+  // step's values far apart) and a large common offset must not cost accuracy; an odd count
+  // leaves a tail for the element-wise path.
+  const index_t n = (index_t(1) << 22) + 3;
+  std::vector<float> v(static_cast<std::size_t>(n));
+  std::mt19937_64 rng(cft::next_seed());
+  std::normal_distribution<double> g(1e6, 1.0);
+  std::uniform_real_distribution<double> far(1e3, 1e5);
+  std::uniform_int_distribution<int> pick(0, 96);
+  for (auto& x : v) {
+    x = float(g(rng));
+    if (pick(rng) == 0) {
+      x += float(pick(rng) % 2 == 0 ? far(rng) : -far(rng));
+    }
+  }
+  double mean = 0;
+  for (float x : v) {
+    mean += x;
+  }
+  mean /= double(n);
+  double m2 = 0;
+  for (float x : v) {
+    m2 += (double(x) - mean) * (double(x) - mean);
+  }
+  cufuse::tensor<float, 1> X{cufuse::extents<1>(n)};
+  X.upload(v);
+  for (double corr : {1.0, 0.0}) {
+    const double ref = m2 / (double(n) - corr);
+    const double got = cufuse::item(cufuse::var(X, cufuse::correction{corr}));
+    INFO("correction " << corr << ": var got " << got << " expected " << ref);
+    CHECK(std::fabs(got - ref) <= 1e-6 * ref);
+    const double gs = cufuse::item(cufuse::std(X, cufuse::correction{corr}));
+    CHECK(std::fabs(gs - std::sqrt(ref)) <= 1e-6 * std::sqrt(ref));
+  }
+}
+
 TEST_CASE("reductions past 2^31 elements use 64-bit indices", "[reduce_gpu][large]") {
   // [65536, 1] + [1, 32769] broadcasts to 2^31 + 2^16 elements without storing them
   const index_t rows = 65536, cols = 32769;

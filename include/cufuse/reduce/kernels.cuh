@@ -127,6 +127,10 @@ CUFUSE_DEVICE void fold_range(const Red& red, const Arg& arg, const reduce_geome
   }
 }
 
+/// Whether reducer Red folds a step's float values at once (`Red::fold`; var).
+template <class Red>
+inline constexpr bool folds_float_steps = requires { Red::folds_float_steps; };
+
 template <class Red, class In>
 struct merge_op {
   Red red;
@@ -372,12 +376,26 @@ __global__ void __launch_bounds__(reduce_block)
     for (int u = 0; u < flat_unroll; ++u) {
       x[u] = arg.template fetch_in<V>(flat_index<index_t>{i + u * step});
     }
+    using X = std::remove_cvref_t<decltype(x[0].at(0))>;
     auto t = red.template init<In>();
-    CUFUSE_UNROLL
-    for (int u = 0; u < flat_unroll; ++u) {
+    if constexpr (folds_float_steps<Red> && std::is_same_v<X, float>) {
+      // the reducer folds a step's values at once (var: float sums around the step's first)
+      X v[flat_unroll * V];
       CUFUSE_UNROLL
-      for (int k = 0; k < V; ++k) {
-        red.template add<In>(t, x[u].at(k), i + u * step + k);
+      for (int u = 0; u < flat_unroll; ++u) {
+        CUFUSE_UNROLL
+        for (int k = 0; k < V; ++k) {
+          v[u * V + k] = x[u].at(k);
+        }
+      }
+      t = red.template fold<In>(v);
+    } else {
+      CUFUSE_UNROLL
+      for (int u = 0; u < flat_unroll; ++u) {
+        CUFUSE_UNROLL
+        for (int k = 0; k < V; ++k) {
+          red.template add<In>(t, x[u].at(k), i + u * step + k);
+        }
       }
     }
     mid = red.template merge<In>(mid, t);

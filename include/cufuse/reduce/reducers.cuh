@@ -175,6 +175,42 @@ struct var {
     s.s1 += d;
     s.s2 += d * d;
   }
+  /// The values of one step of a kernel (N float values in index order) as one state: the
+  /// shifted sums in float around the step's own mean (two passes over registers), then one
+  /// state in double. Around the mean the step's sums are short and free of cancellation (a
+  /// shift by one of the values would lose accuracy when that value lies far out), so float
+  /// keeps them to a few units of rounding, and the double merges keep the totals; the
+  /// per-value conversions to double and double adds are gone (bench/JOURNAL.md r7). A step
+  /// whose float sums overflow (or meet inf / NaN) is summed again in double around its first
+  /// value, as `add` does.
+  static constexpr bool folds_float_steps = true;
+  template <class T, int N>
+  CUFUSE_INLINE moments fold(const float (&v)[N]) const {
+    float sum = 0.0f;
+    CUFUSE_UNROLL
+    for (int j = 0; j < N; ++j) {
+      sum += v[j];
+    }
+    const float k = sum * (1.0f / float(N));
+    float s1 = 0.0f, s2 = 0.0f;
+    CUFUSE_UNROLL
+    for (int j = 0; j < N; ++j) {
+      const float d = v[j] - k;
+      s1 += d;
+      s2 = fmaf(d, d, s2);
+    }
+    if (!(s2 <= 3.0e38f)) { // overflow, inf or NaN: in double, as add would
+      double t1 = 0, t2 = 0;
+      CUFUSE_UNROLL
+      for (int j = 1; j < N; ++j) {
+        const double d = double(v[j]) - double(v[0]);
+        t1 += d;
+        t2 += d * d;
+      }
+      return {double(N), double(v[0]), t1, t2};
+    }
+    return {double(N), double(k), double(s1), double(s2)};
+  }
   template <class T>
   CUFUSE_INLINE moments merge(moments a, moments b) const {
     if (b.n == 0) {
