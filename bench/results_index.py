@@ -16,7 +16,7 @@ SECTIONS = [
     ("N-d shapes: broadcasts, transposes, permutes, slices", "shapes_h100.md",
      ["shapes_h100.json", "shapes_h100.svg"],
      "`bash bench/run_gpu.sh membench` (bench/shapes_bench.cu, bench/torch_shapes.py, bench/shapes_report.py)"),
-    ("Reductions and the row kernel", "reduce_h100.md", ["reduce_h100.json", "reduce_h100.svg"],
+    ("Reductions and the row kernel", "reduce_h100.md", ["reduce_h100.json", "reduce_h100.png"],
      "`bash bench/run_gpu.sh membench` (bench/reduce_bench.cu, bench/torch_reduce.py, bench/shapes_report.py)"),
     ("GEMM, tuned, against cuBLAS (H200)", "gemm_h200.md", ["gemm_h200.json", "gemm_h200.png"],
      "`bash bench/run_gpu.sh gemm` (cufuse-tune --exhaustive, bench/gemm_report.py)"),

@@ -167,7 +167,7 @@ void run(X&& xt, W&& wt, Y&& yt, const conv2d_params& prm, const E* epilogue,
     detail::for_each_leaf(flat, check_alias);
     const auto bound = detail::bind_epilogue(flat, extents<3>{1, rows, ys[3]}, 2);
     using Epi = detail::expression_epilogue<std::remove_cvref_t<decltype(bound)>, detail::pack<>,
-                                            detail::pack<>>;
+                                            detail::pack<>, std::remove_const_t<TY>>;
     launch<T>(a, key, Epi{bound, {}, {}}, options, stream, act);
   }
 }

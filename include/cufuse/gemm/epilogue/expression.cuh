@@ -98,7 +98,12 @@ struct epi_loc2_staged : epi_loc2 {
 /// laid out as C: the last operand of the output's dtype and rank, staged_candidate); whether it
 /// is, the host decides per call (gemm_args::epi_operand), and the kernel then evaluates with an
 /// epi_loc2_staged.
-template <class T, class Promo, bool Staged = false>
+///
+/// RowInvariant: the operand repeats along the output's rows at compile time (a rank-1 operand,
+/// [n], aligns with the columns), so a pair's address does not depend on its row, and the
+/// loads of a group's pairs in the same columns are one load (a bias was read again at every
+/// row: bench/JOURNAL.md e9).
+template <class T, class Promo, bool Staged = false, bool RowInvariant = false>
 struct epi_leaf {
   using value_type = std::remove_const_t<T>;
   using promo_type = Promo;
@@ -151,7 +156,7 @@ struct epi_leaf {
         __builtin_memcpy(&r.v[0], &w[0], 8);
       }
     } else {
-      const T* at = ptr + (p.dr * lr + p.dc * lc);
+      const T* at = ptr + ((RowInvariant ? 0 : p.dr * lr) + p.dc * lc);
       r.v[0] = p.ok0 ? at[0] : value_type{};
       r.v[1] = p.ok1 ? at[lc] : value_type{};
     }
@@ -241,8 +246,10 @@ auto bind_epilogue(const N& n, const extents<3>& out, int out_rank) {
                         " does not broadcast to the output's shape " + o + "]");
     }
     // Read-only, whatever the operand's constness: the bound type (and with it the epilogue's
-    // tuning key, epilogue_name) depends on the dtypes and the operations only.
-    using B = epi_leaf<const std::remove_const_t<T>, typename N::promo_type, Stage == 0>;
+    // tuning key, epilogue_name) depends on the dtypes, the operations and the operands' ranks
+    // being 1 only.
+    using B = epi_leaf<const std::remove_const_t<T>, typename N::promo_type, Stage == 0,
+                       L == 1 && Stage != 0>;
     return B{n.ptr, st[0], st[1], st[2], B::local(st[1]), B::local(st[2])};
   } else if constexpr (map_arity<N>::value > 0) {
     return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
@@ -305,7 +312,7 @@ CUFUSE_INLINE bool local_ok_of(const N& n) {
 template <class N>
 inline constexpr bool has_staged_v = false;
 template <class T, class P>
-inline constexpr bool has_staged_v<epi_leaf<T, P, true>> = true;
+inline constexpr bool has_staged_v<epi_leaf<T, P, true, false>> = true;
 template <class Op, class... Args>
 inline constexpr bool has_staged_v<map_node<Op, Args...>> = (has_staged_v<Args> || ...);
 
@@ -331,14 +338,18 @@ struct epi_output {
   index_t sb, sr, sc;
 };
 
-template <class E, class Extras, class Outs>
+template <class E, class Extras, class Outs, class C>
 struct expression_epilogue;
 
 /// The epilogue interface (gemm/epilogue/linear_combination.cuh) over bound expressions: `E`
-/// gives C, each of `Xs` a further output, written through the matching epi_output.
-template <class E, class... Xs, class... Us>
-struct expression_epilogue<E, pack<Xs...>, pack<epi_output<Us>...>> {
+/// gives C (of element type `C`), each of `Xs` a further output, written through the matching
+/// epi_output.
+template <class E, class... Xs, class... Us, class C>
+struct expression_epilogue<E, pack<Xs...>, pack<epi_output<Us>...>, C> {
   static_assert(sizeof...(Xs) == sizeof...(Us), "cufuse: internal: one output per expression");
+  /// C's element type: the wgmma stores pack for it alone (no branch on the output's dtype at
+  /// run time, no store form for the other dtypes: bench/JOURNAL.md e10).
+  using out_element = C;
   static constexpr bool loads = true;
   static constexpr bool extra_outputs = sizeof...(Xs) > 0;
   /// The 16-bit wgmma kernels of an expression epilogue take the layout (transposes) at run
@@ -476,9 +487,10 @@ struct fused_configs<float> {
 
 /// A stable name of an epilogue type for tuning keys: "x" and 16 hex digits of a hash of its
 /// (mangled) type name. Named by the bound epilogue (expression_epilogue): operations, scalar
-/// types and the operands' dtypes, not whether an operand is a tensor or a view, nor its shape
-/// (those are run-time strides of the same kernels), so that `cufuse-tune --epilogue` and
-/// tuning::tune_epilogue write the key a program's own expression looks up.
+/// types, the operands' dtypes, C's dtype and which operands have rank 1 (epi_leaf's
+/// RowInvariant), not whether an operand is a tensor or a view, nor its other strides (run-time
+/// values of the same kernels), so that `cufuse-tune --epilogue` and tuning::tune_epilogue
+/// write the key a program's own expression looks up.
 template <class E>
 std::string epilogue_name() {
   std::uint64_t h = 1469598103934665603ull;
@@ -629,7 +641,8 @@ void run_epilogue(A&& a, B&& b, const detail::pack<Ds...>& outs, const detail::p
     auto extras = detail::make_pack(detail::get<Is>(bound)...);
     auto extra_outs = detail::make_pack(out_of(detail::get<Is>(outs))...);
     using Epi = detail::expression_epilogue<std::remove_cvref_t<decltype(detail::get<0>(bound))>,
-                                            decltype(extras), decltype(extra_outs)>;
+                                            decltype(extras), decltype(extra_outs),
+                                            std::remove_const_t<TY>>;
     const Epi epi{detail::get<0>(bound), extras, extra_outs};
     const fused_set& set = fused_set_of<T, Epi>();
     if (act.list != nullptr) {

@@ -24,11 +24,13 @@
 #include "linear_combination.cuh"
 
 /// Groups per chunk of the expression epilogue's load pipeline (store_tile_ahead): the operands
-/// of one group are loaded while the group before is computed and stored. 4 (4 pairs per group
-/// for 16-bit C): no spill beyond 96 bytes at 168 registers; 2 spilled up to 620, 1 up to 1976.
-/// A compile-time knob for measurements (bench/JOURNAL.md e4), not an interface.
+/// of one group are loaded while the group before is computed and stored, and a group's pairs
+/// are what the scheduler can interleave. 2 (8 pairs per group for 16-bit C): against 4, bias +
+/// GELU 3% and bias + ReLU + residual 3% faster on the ping-pong tile, though the residual's
+/// kernel spills 224 bytes (64 at 4); 8 was slower, 1 spilled up to 1.4 KB. A compile-time knob
+/// for measurements (bench/JOURNAL.md e4, e10), not an interface.
 #ifndef CUFUSE_EPI_GROUPS
-#define CUFUSE_EPI_GROUPS 4
+#define CUFUSE_EPI_GROUPS 2
 #endif
 
 /// An epilogue with a staged operand (a residual read from the epilogue's buffers, see
@@ -42,6 +44,20 @@
 #endif
 
 namespace cufuse::gemm_detail {
+
+/// C's element type where the epilogue fixes it at compile time (expression epilogues:
+/// `out_element`), else void (the standard epilogue: p.out_type at run time, see out_code).
+template <class Epi>
+struct epi_out {
+  using type = void;
+};
+template <class Epi>
+  requires requires { typename Epi::out_element; }
+struct epi_out<Epi> {
+  using type = typename Epi::out_element;
+};
+template <class Epi>
+using epi_out_t = typename epi_out<Epi>::type;
 
 /// Direct stores of one tile's accumulators (`th`'s fragments) at the tile `w`. `Out`: C's
 /// element type when known at compile time (float: a split's partial tile), else void.
@@ -126,8 +142,15 @@ struct wgmma_tma_store {
   /// The tile's accumulators to C, chunk by chunk (`eb`: the epilogue of the tile's batch).
   CUFUSE_DEVICE_FN void store(const float (&acc)[MA][BN / 2], const block_work& w, int bc,
                               const Epi& eb) {
+    using Out = epi_out_t<Epi>;
     auto by_type = [&](auto with_c) {
-      if (p.out_type == int(dtype::f32)) {
+      if constexpr (std::is_same_v<Out, float>) {
+        store_tile<4>(with_c, acc, w, bc, eb);
+      } else if constexpr (!std::is_void_v<Out>) {
+        if constexpr (!SwapC) {
+          store_tile<2>(with_c, acc, w, bc, eb);
+        }
+      } else if (p.out_type == int(dtype::f32)) {
         store_tile<4>(with_c, acc, w, bc, eb);
       } else if constexpr (!SwapC) {
         store_tile<2>(with_c, acc, w, bc, eb);
@@ -256,8 +279,9 @@ private:
       c[0] = load_out(&pair, 0, p.out_type);
       c[1] = load_out(&pair, 1, p.out_type);
     }
-    st_shared_b32(addr, pack_out16(value<RC>(eb, a0, c[0], row, col),
-                                   value<RC>(eb, a1, c[1], row, col + 1), p.out_type));
+    st_shared_b32(addr,
+                  pack_out16(value<RC>(eb, a0, c[0], row, col),
+                             value<RC>(eb, a1, c[1], row, col + 1), out_code<epi_out_t<Epi>>(p)));
   }
 
   /// The same for two fp32 outputs.
@@ -418,7 +442,7 @@ private:
         Epi::value_pair(cur.f[i], v0, v1);
         extra(eb, q.a0, q.a1, q.row, q.col);
         if constexpr (OS == 2) {
-          st_shared_b32(buf + q.addr, pack_out16(v0, v1, p.out_type));
+          st_shared_b32(buf + q.addr, pack_out16(v0, v1, out_code<epi_out_t<Epi>>(p)));
         } else {
           st_shared_f32x2(buf + q.addr, v0, v1);
         }
@@ -451,15 +475,16 @@ private:
       // WithC: the expression's staged operand is in the buffers.
       const bool interior = SwapC ? w.n0 + BN <= c_rows && w.m0 + Cfg::BM <= c_cols
                                   : w.m0 + Cfg::BM <= c_rows && w.n0 + BN <= c_cols;
+      constexpr int G = CUFUSE_EPI_GROUPS;
       if constexpr (Epi::staged && (!WithC::value || !CUFUSE_EPI_STAGED_INTERIOR)) {
         // The unstaged store of an epilogue with a staged operand (the call's operand is laid
         // out otherwise than C: read from global memory) has one form for every tile, with
         // bounds tests; so has the staged one where CUFUSE_EPI_STAGED_INTERIOR is 0.
-        store_tile_ahead<OS, CUFUSE_EPI_GROUPS, true, WithC::value>(acc, w, bc, eb);
+        store_tile_ahead<OS, G, true, WithC::value>(acc, w, bc, eb);
       } else if (interior) {
-        store_tile_ahead<OS, CUFUSE_EPI_GROUPS, false, WithC::value>(acc, w, bc, eb);
+        store_tile_ahead<OS, G, false, WithC::value>(acc, w, bc, eb);
       } else {
-        store_tile_ahead<OS, CUFUSE_EPI_GROUPS, true, WithC::value>(acc, w, bc, eb);
+        store_tile_ahead<OS, G, true, WithC::value>(acc, w, bc, eb);
       }
     } else {
       store_tile_pairs<OS, WithC::value>(acc, w, bc, eb);

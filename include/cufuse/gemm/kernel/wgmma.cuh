@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     if (p.epi_tma) {
       tma_out.store(acc, w, bc, eb);
     } else {
-      wgmma_store_direct<Cfg, mainloop::RS, SwapC>(acc, p, w, ml.th, eb);
+      wgmma_store_direct<Cfg, mainloop::RS, SwapC, epi_out_t<Epi>>(acc, p, w, ml.th, eb);
     }
   }
   tma_out.finish();
