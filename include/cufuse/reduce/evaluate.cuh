@@ -47,21 +47,65 @@ index_t resident_blocks(int block) {
   });
 }
 
+/// Whether the current device takes programmatic dependent launches (compute capability 9.0 or
+/// later) for `Kernel` (its code built for sm_90 or later, where it waits: pdl_wait).
+template <auto Kernel>
+bool pdl_supported() {
+  static std::atomic<int> cache[max_cached_devices] = {};
+  return per_device(cache, [](int dev) {
+           int major = 0;
+           CUFUSE_CUDA_CHECK(
+               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+           cudaFuncAttributes attr{};
+           CUFUSE_CUDA_CHECK(cudaFuncGetAttributes(&attr, Kernel));
+           return major >= 9 && attr.binaryVersion >= 90 ? 2 : 1;
+         }) == 2;
+}
+
+/// Enqueues `Kernel` as the finish kernel of a split reduction: where the device allows, as a
+/// programmatic dependent launch, so that its blocks are launched while the kernel that writes
+/// the states finishes and wait there for them (pdl_wait) instead of after a launch gap.
+template <class T, auto Kernel, class... Args>
+void launch_dependent(const char* name, index_t results, unsigned grid, cudaStream_t stream,
+                      Args... args) {
+  if (pdl_supported<Kernel>()) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(reduce_block);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, Kernel, args...);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw_cuda(e, name, __FILE__, __LINE__,
+                 "finishing " + std::to_string(results) + " results, grid " + std::to_string(grid) +
+                     "x" + std::to_string(reduce_block));
+    }
+  } else {
+    Kernel<<<grid, reduce_block, 0, stream>>>(args...);
+  }
+  check_launch<T>(name, results, grid, reduce_block, stream);
+}
+
 /// Enqueues the finish kernel of a split reduction: a block per result past 32 splits.
 template <class T, int R, class Red, class In, class Out>
 void launch_finish(Out* out, const Red& red, const reduce_geometry<R>& g,
                    const typename Red::template state<In>* partial, cudaStream_t stream) {
   if (g.splits > 32) {
     const unsigned grid = unsigned(g.results < max_grid_blocks ? g.results : max_grid_blocks);
-    reduce_finish_kernel<true, R, Red, In><<<grid, reduce_block, 0, stream>>>(out, red, g, partial);
-    check_launch<T>("reduce_finish_kernel<<<>>> (a block per result)", g.results, grid,
-                    reduce_block, stream);
+    launch_dependent<T, reduce_finish_kernel<true, R, Red, In, Out>>(
+        "reduce_finish_kernel<<<>>> (a block per result)", g.results, grid, stream, out, red, g,
+        partial);
   } else {
     const index_t blocks = (g.results + reduce_block - 1) / reduce_block;
     const unsigned grid = unsigned(blocks < max_grid_blocks ? blocks : max_grid_blocks);
-    reduce_finish_kernel<false, R, Red, In>
-        <<<grid, reduce_block, 0, stream>>>(out, red, g, partial);
-    check_launch<T>("reduce_finish_kernel<<<>>>", g.results, grid, reduce_block, stream);
+    launch_dependent<T, reduce_finish_kernel<false, R, Red, In, Out>>(
+        "reduce_finish_kernel<<<>>>", g.results, grid, stream, out, red, g, partial);
   }
 }
 

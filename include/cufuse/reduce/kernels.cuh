@@ -127,6 +127,21 @@ CUFUSE_DEVICE void fold_range(const Red& red, const Arg& arg, const reduce_geome
   }
 }
 
+/// Programmatic dependent launch (sm_90): the kernels that write a split reduction's states let
+/// the finish kernel be launched while their last blocks run (`pdl_release`), and the finish
+/// kernel waits for their results (`pdl_wait`) before it reads them. Both do nothing on older
+/// GPUs, and when the launch did not ask for it (launch_finish).
+CUFUSE_DEVICE inline void pdl_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+CUFUSE_DEVICE inline void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 /// Whether reducer Red folds a step's float values at once (`Red::fold`; var).
 template <class Red>
 inline constexpr bool folds_float_steps = requires { Red::folds_float_steps; };
@@ -180,6 +195,7 @@ template <bool PerWarp, int R, class Red, class Arg, class Out>
 __global__ void __launch_bounds__(reduce_block)
     reduce_rows_kernel(Out* out, Red red, Arg arg, reduce_geometry<R> g,
                        typename Red::template state<typename Arg::value_type>* partial) {
+  pdl_release(); // the finish kernel may start early (it waits for this one)
   using In = typename Arg::value_type;
   coords<R, index_t> q{};
   if constexpr (PerWarp) {
@@ -223,6 +239,7 @@ template <int R, class Red, class Arg, class Out>
 __global__ void __launch_bounds__(reduce_block)
     reduce_columns_kernel(Out* out, Red red, Arg arg, reduce_geometry<R> g,
                           typename Red::template state<typename Arg::value_type>* partial) {
+  pdl_release(); // the finish kernel may start early (it waits for this one)
   using In = typename Arg::value_type;
   using S = typename Red::template state<In>;
   __shared__ S rows[column_rows][33];
@@ -271,6 +288,7 @@ template <int V, int Y, int U, int R, class Red, class Arg, class Out>
 __global__ void __launch_bounds__(reduce_block)
     reduce_columns_vec_kernel(Out* out, Red red, Arg arg, reduce_geometry<R> g,
                               typename Red::template state<typename Arg::value_type>* partial) {
+  pdl_release(); // the finish kernel may start early (it waits for this one)
   using In = typename Arg::value_type;
   using S = typename Red::template state<In>;
   constexpr int X = reduce_block / Y;
@@ -351,6 +369,7 @@ template <int V, class Red, class Arg, class Out>
 __global__ void __launch_bounds__(reduce_block)
     reduce_flat_kernel(Out* out, Red red, Arg arg, index_t n, index_t chunk,
                        typename Red::template state<typename Arg::value_type>* partial) {
+  pdl_release(); // the finish kernel may start early (it waits for this one)
   using In = typename Arg::value_type;
 #if CUFUSE_FLAT_INTERLEAVE
   // the grid sweeps the array together: thread t of the grid takes accesses t, t + threads, ...
@@ -443,6 +462,7 @@ template <bool PerBlock, int R, class Red, class In, class Out>
 __global__ void __launch_bounds__(reduce_block)
     reduce_finish_kernel(Out* out, Red red, reduce_geometry<R> g,
                          const typename Red::template state<In>* partial) {
+  pdl_wait(); // the states of the kernel before (programmatic dependent launch)
   using S = typename Red::template state<In>;
   coords<R, index_t> q{};
   if constexpr (PerBlock) {
