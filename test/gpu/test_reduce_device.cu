@@ -23,6 +23,23 @@ std::vector<float> rnd(std::size_t n, float lo = -2, float hi = 2) {
   return v;
 }
 
+/// The mean of v and the sum of squared deviations from it, two passes in double.
+struct moments_ref {
+  double mean, m2;
+};
+moments_ref moments_of(const std::vector<float>& v) {
+  double mean = 0;
+  for (float x : v) {
+    mean += x;
+  }
+  mean /= double(v.size());
+  double m2 = 0;
+  for (float x : v) {
+    m2 += (double(x) - mean) * (double(x) - mean);
+  }
+  return {mean, m2};
+}
+
 template <class Expr>
 __global__ void read_rows(Expr e, float* out, index_t rows, index_t cols) {
   const index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -80,15 +97,7 @@ TEST_CASE("var of 2^28 values around 1e4 is accurate to 1e-6 relative", "[reduce
   for (auto& x : v) {
     x = float(g(rng));
   }
-  double mean = 0;
-  for (float x : v) {
-    mean += x;
-  }
-  mean /= double(n);
-  double m2 = 0;
-  for (float x : v) {
-    m2 += (x - mean) * (x - mean);
-  }
+  const auto [mean, m2] = moments_of(v);
   const double ref = m2 / double(n - 1);
   cufuse::tensor<float, 1> X{cufuse::extents<1>(n)};
   X.upload(v);
@@ -118,15 +127,7 @@ TEST_CASE("var and std of values far from zero, with outliers, against double lo
       x += float(pick(rng) % 2 == 0 ? far(rng) : -far(rng));
     }
   }
-  double mean = 0;
-  for (float x : v) {
-    mean += x;
-  }
-  mean /= double(n);
-  double m2 = 0;
-  for (float x : v) {
-    m2 += (double(x) - mean) * (double(x) - mean);
-  }
+  const double m2 = moments_of(v).m2;
   cufuse::tensor<float, 1> X{cufuse::extents<1>(n)};
   X.upload(v);
   for (double corr : {1.0, 0.0}) {

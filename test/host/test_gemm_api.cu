@@ -119,7 +119,10 @@ TEST_CASE("gemm epilogue: operands addressed from a tile origin by 32-bit offset
       }
     }
   };
-  const auto lb = bound(bias), lr = bound(res), lcol = bound(col), lt = bound(trans);
+  const auto lb = bound(bias); // rank 1: repeats along rows at compile time (RowInvariant)
+  const auto lr = bound(res), lcol = bound(col), lt = bound(trans);
+  static_assert(decltype(lb)::row_invariant && !decltype(lr)::row_invariant &&
+                !decltype(lcol)::row_invariant && !decltype(lt)::row_invariant);
   for (const auto* ok : {&lr, &lt}) {
     CHECK(ok->local_ok());
     same_addresses(*ok);

@@ -58,6 +58,22 @@ int per_device(std::atomic<int> (&cache)[max_cached_devices], F&& compute) {
   return value;
 }
 
+/// True when the current device is sm_90 or later and `Kernel`'s code was built for sm_90 or
+/// later, so that the kernel's sm_90 steps (compiled only there) run: thread-block clusters,
+/// programmatic dependent launch.
+template <auto Kernel>
+bool sm90_kernel() {
+  static std::atomic<int> cache[max_cached_devices] = {};
+  return per_device(cache, [](int dev) {
+           int major = 0;
+           CUFUSE_CUDA_CHECK(
+               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+           cudaFuncAttributes attr{};
+           CUFUSE_CUDA_CHECK(cudaFuncGetAttributes(&attr, Kernel));
+           return major >= 9 && attr.binaryVersion >= 90 ? 2 : 1;
+         }) == 2;
+}
+
 /// Blocks per grid cap for `kernel` on the current device; computed on first use per device.
 template <auto Kernel>
 int cached_max_grid() {

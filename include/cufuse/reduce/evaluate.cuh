@@ -47,28 +47,13 @@ index_t resident_blocks(int block) {
   });
 }
 
-/// Whether the current device takes programmatic dependent launches (compute capability 9.0 or
-/// later) for `Kernel` (its code built for sm_90 or later, where it waits: pdl_wait).
-template <auto Kernel>
-bool pdl_supported() {
-  static std::atomic<int> cache[max_cached_devices] = {};
-  return per_device(cache, [](int dev) {
-           int major = 0;
-           CUFUSE_CUDA_CHECK(
-               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-           cudaFuncAttributes attr{};
-           CUFUSE_CUDA_CHECK(cudaFuncGetAttributes(&attr, Kernel));
-           return major >= 9 && attr.binaryVersion >= 90 ? 2 : 1;
-         }) == 2;
-}
-
 /// Enqueues `Kernel` as the finish kernel of a split reduction: where the device allows, as a
 /// programmatic dependent launch, so that its blocks are launched while the kernel that writes
 /// the states finishes and wait there for them (pdl_wait) instead of after a launch gap.
 template <class T, auto Kernel, class... Args>
 void launch_dependent(const char* name, index_t results, unsigned grid, cudaStream_t stream,
                       Args... args) {
-  if (pdl_supported<Kernel>()) {
+  if (sm90_kernel<Kernel>()) {
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;

@@ -944,21 +944,6 @@ void rows_opt_in(int bytes) {
   });
 }
 
-/// True when `Kernel` may run as clusters on the current device: an sm_90 device, and the
-/// kernel's code built for sm_90 or later (its cluster steps are compiled only there).
-template <auto Kernel>
-bool rows_clusters_supported() {
-  static std::atomic<int> cache[max_cached_devices] = {};
-  return per_device(cache, [](int dev) {
-           int major = 0;
-           CUFUSE_CUDA_CHECK(
-               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-           cudaFuncAttributes attr{};
-           CUFUSE_CUDA_CHECK(cudaFuncGetAttributes(&attr, Kernel));
-           return major >= 9 && attr.binaryVersion >= 90 ? 2 : 1;
-         }) == 2;
-}
-
 /// Runs outputs[k] = exprs[k] (k < K) as ONE row kernel when the shapes and axes allow; false
 /// otherwise (nothing was issued). `shape`: the full shape; an output whose shape has extent 1
 /// in the last dimension where `shape` does not is written once per row.
@@ -1081,7 +1066,7 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   int cluster = 1;
   const index_t cluster_bytes = rows_cluster_bytes.load(std::memory_order_relaxed);
   const index_t cluster_from = rows_cluster_from.load(std::memory_order_relaxed);
-  if (row_bytes > cluster_from && rows_clusters_supported<cluster_kernel>()) {
+  if (row_bytes > cluster_from && sm90_kernel<cluster_kernel>()) {
     while (cluster < 8 && row_bytes > cluster_bytes * cluster) {
       cluster *= 2;
     }

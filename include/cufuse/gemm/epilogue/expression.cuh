@@ -114,6 +114,7 @@ struct epi_leaf {
   static constexpr int min_element_size = int(sizeof(value_type));
   static constexpr int leaf_count = 1;
   static constexpr bool staged = Staged;
+  static constexpr bool row_invariant = RowInvariant;
 
   static constexpr index_t local_limit = index_t(1) << 22;
 
