@@ -398,7 +398,7 @@ __global__ void __launch_bounds__(reduce_block)
     using X = std::remove_cvref_t<decltype(x[0].at(0))>;
     auto t = red.template init<In>();
     if constexpr (folds_float_steps<Red> && std::is_same_v<X, float>) {
-      // the reducer folds a step's values at once (var: float sums around the step's first)
+      // the reducer folds a step's values at once (var: float sums around the step's mean)
       X v[flat_unroll * V];
       CUFUSE_UNROLL
       for (int u = 0; u < flat_unroll; ++u) {
