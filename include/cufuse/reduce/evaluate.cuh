@@ -47,13 +47,24 @@ index_t resident_blocks(int block) {
   });
 }
 
-/// Enqueues `Kernel` as the finish kernel of a split reduction: where the device allows, as a
-/// programmatic dependent launch, so that its blocks are launched while the kernel that writes
-/// the states finishes and wait there for them (pdl_wait) instead of after a launch gap.
+/// Whether the driver captures programmatic dependent launches in CUDA Graphs (CUDA 12.3 and
+/// later), so that a split reduction inside cufuse::capture may use one.
+inline bool driver_captures_dependent_launches() {
+  static const bool ok = [] {
+    int v = 0;
+    return cudaDriverGetVersion(&v) == cudaSuccess && v >= 12030;
+  }();
+  return ok;
+}
+
+/// Enqueues `Kernel` as the finish kernel of a split reduction: where the device and the driver
+/// allow, as a programmatic dependent launch, so that its blocks are launched while the kernel
+/// that writes the states finishes and wait there for them (pdl_wait) instead of after a launch
+/// gap.
 template <class T, auto Kernel, class... Args>
 void launch_dependent(const char* name, index_t results, unsigned grid, cudaStream_t stream,
                       Args... args) {
-  if (sm90_kernel<Kernel>()) {
+  if (sm90_kernel<Kernel>() && driver_captures_dependent_launches()) {
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
