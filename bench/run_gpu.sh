@@ -43,7 +43,9 @@ build_targets() {
 gemm_tests() {
   $B/test/cufuse_gemm_host_tests 2>&1 | tail -2 | tee "$OUT/$1"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
-  $B/test/cufuse_gemm_gpu_tests "$2" 2>&1 | tail -15 | tee -a "$OUT/$1"
+  # A hung kernel (a barrier that never completes) ends the tests, not the device call.
+  timeout ${GEMM_TEST_TIMEOUT:-900} $B/test/cufuse_gemm_gpu_tests "$2" 2>&1 | tail -15 |
+    tee -a "$OUT/$1"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
   if [ -n "${3:-}" ]; then
     $B/test/cufuse_gemm_epilogue_tests "[epilogue]" 2>&1 | tail -6 | tee -a "$OUT/$1"
@@ -204,6 +206,7 @@ if [ "$what" = smallm ]; then
   # --exhaustive on M = 16..128 x N = K = 4096 / 8192, bf16 and fp32, with cuBLAS and the
   # static heuristic's pick in the same run (bench/small_m_report.py). BUILD_ONLY, NO_TESTS,
   # NO_SANITIZE as in anyshape; SMALLM_SHAPES / SMALLM_DTYPES override the problems,
+  # SMALLM_MEMCHECK / SMALLM_RACECHECK the sanitizers' test filters,
   # SMALLM_TESTS the GPU test filter; SMALLM_EPILOGUE=1 builds and runs the epilogue tests too.
   step "build GEMM tests + cufuse-tune"
   targets=(cufuse_gemm_gpu_tests cufuse_gemm_host_tests cufuse-tune)
@@ -218,7 +221,8 @@ if [ "$what" = smallm ]; then
     # Batched GEMM runs the cluster split-K tiles; every fp32 SIMT variant the split-K ones.
     # (Catch splits filters at commas, so no test name with a comma goes here.)
     step "compute-sanitizer memcheck / racecheck (batched GEMM: the cluster split-K tiles; SIMT)"
-    gemm_sanitize smallm "${SMALLM_MEMCHECK:-gemm_batched*,*every fp32 SIMT variant*}" "gemm_batched*"
+    gemm_sanitize smallm "${SMALLM_MEMCHECK:-gemm_batched*,*every fp32 SIMT variant*}" \
+      "${SMALLM_RACECHECK:-gemm_batched*}"
   fi
   if [ -z "${NO_BENCH:-}" ]; then
     step "small-M GEMM: cufuse-tune --exhaustive vs cuBLAS and the heuristic (same run)"

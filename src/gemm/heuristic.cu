@@ -128,6 +128,12 @@ double predicted_seconds(int vi, const problem& p, const device_state& d) {
     } else if (v.bm * v.bn > 128 * 128) {
       t *= per_block >= 12 ? 0.97 : 1.08;
     }
+    if (v.bn == 64) {
+      // One consumer warpgroup issuing m64n64 MMAs: half the work per instruction of the
+      // 64x128 tile. Where the tiles outnumber the SMs its MMA rate shows: 256x4096x4096 took
+      // 32.0 us on 64x64 against 28.1 on 64x128 two per SM (H100, bench/JOURNAL.md t10).
+      t *= 1.55;
+    }
     if (!c_tma_storable(p)) {
       // C stored straight from the accumulators, at about 1.5 TB/s with the 128 x 128 and
       // 64 x 128 tiles and 0.4 TB/s with the 128 x 256 and ping-pong ones, as the vocabulary

@@ -226,22 +226,30 @@ TEST_CASE("gemm choice: the heuristic's picks for unaligned operands (stand-in s
 TEST_CASE("gemm choice: the heuristic streams small-M problems on cluster split-K tiles "
           "(stand-in sm_90)",
           "[gemm_choice]") {
-  // Measured on an H100 (bench/results/small_m_h100.md): M <= 64 with N = K = 4096 / 8192 and
-  // M = 128 with N = K = 4096 ran fastest on the 64x128 tile split over clusters of two; larger
-  // problems keep the unsplit persistent tiles.
+  // Measured on an H100 (bench/results/small_m_h100.md): M <= 64 with N = K = 4096 runs the
+  // 64x64 tile split over clusters of two (128 blocks; the fastest at M <= 32, 3% behind the
+  // unsplit 64x64 tile at M = 64), M = 128 the unsplit 64x64 tile (128 blocks, the fastest);
+  // M <= 64 with N = K = 8192 the 64x128 cluster tile (1-4% behind the unsplit 64x64); larger
+  // problems keep the unsplit persistent tiles, not the narrow one.
   const device_state d = hopper();
   const auto pick = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
     problem p = make(dtype::bf16, m, n, k, k, n, n);
     return registry()[heuristic(p, d, valid_indices(p, d))].name;
   };
-  for (const auto& [m, n] :
-       {std::pair{16, 4096}, {32, 4096}, {64, 4096}, {128, 4096}, {16, 8192}, {64, 8192}}) {
+  for (const auto& [m, n] : {std::pair{16, 4096}, {32, 4096}, {64, 4096}}) {
+    INFO(m << "x" << n << "x" << n);
+    CHECK(pick(m, n, n) == "sm90a_bf16_wgmma_64x64x64_wg1_s10_tma_csplit2");
+  }
+  CHECK(pick(128, 4096, 4096) == "sm90a_bf16_wgmma_64x64x64_wg1_s12_tma");
+  for (const auto& [m, n] : {std::pair{16, 8192}, {64, 8192}}) {
     INFO(m << "x" << n << "x" << n);
     CHECK(pick(m, n, n) == "sm90a_bf16_wgmma_64x128x64_wg1_s6_tma_csplit2");
   }
-  for (const auto& [m, n] : {std::pair{512, 4096}, {4096, 4096}, {128, 8192}, {2048, 2048}}) {
+  for (const auto& [m, n] :
+       {std::pair{512, 4096}, {256, 4096}, {4096, 4096}, {128, 8192}, {2048, 2048}}) {
     INFO(m << "x" << n << "x" << n);
     CHECK(pick(m, n, n).find("_csplit") == std::string::npos);
     CHECK(pick(m, n, n).find("_wgmma_") != std::string::npos);
+    CHECK(pick(m, n, n).find("x64x64_") == std::string::npos);
   }
 }

@@ -186,14 +186,18 @@ using mma_tma_tf32_variants = variant_list<
 /// 64x128 split-K over clusters of 2 (N = 4096: 64 blocks stream B instead of 32; the workspace
 /// split-K tiles lost to the unsplit ones, bench/JOURNAL.md t5). Clusters of 3 (64x128, 128x128)
 /// ran 3-25% slower than those of 2 on every small-M shape measured, clusters of 4 slower still
-/// (an H100 holds 30 clusters of four such blocks, N = 4096 needs 32; t8).
+/// (an H100 holds 30 clusters of four such blocks, N = 4096 needs 32; t8). 64x64 (m64n64
+/// MMAs), unsplit with 12 stages and split over clusters of 2 with 10: 128 blocks where 64x128
+/// has 64, for M <= 128 with N = 4096 (128x4096x4096 0.73x -> 0.87x cuBLAS; t10).
 template <class T>
 using wgmma16_variants = variant_list<
     wgmma<T, wgmma_tile{.bm = 128, .bn = 256, .stages = 4}>,
     wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6}>,
     wgmma<T, wgmma_tile{.bm = 64, .bn = 128, .stages = 4, .min_blocks = 2}>,
     wgmma<T, wgmma_tile{.bm = 128, .bn = 128, .stages = 6, .pingpong = true}>,
-    wgmma<T, wgmma_tile{.bm = 64, .bn = 128, .stages = 6, .splits = 2, .cluster = true}>>;
+    wgmma<T, wgmma_tile{.bm = 64, .bn = 128, .stages = 6, .splits = 2, .cluster = true}>,
+    wgmma<T, wgmma_tile{.bm = 64, .bn = 64, .stages = 12}>,
+    wgmma<T, wgmma_tile{.bm = 64, .bn = 64, .stages = 10, .splits = 2, .cluster = true}>>;
 
 /// TF32 on sm_90a: float inputs, layouts NN, NT and TT (see `layouts`); TN uses mma.sync.
 /// Split-K 4 on 128x128: the fastest variant at M = 16, 32 with N = K = 8192 (H100; the 16-bit

@@ -82,6 +82,11 @@ struct wgmma_tf32_rs;
     }                                                                                              \
   };
 // 16-bit inputs take the transpose immediates; TF32 reads both operands K-major and has none.
+// N = 64 (16-bit only): the narrow tiles of small problems (M <= 128, variants.cuh).
+CUFUSE_WGMMA_SS(64, 32, __half, "f16", "k16", CUFUSE_WGMMA_D32, CUFUSE_WGMMA_OPS0_31, "%34",
+                "%32, %33, p, 1, 1, %35, %36")
+CUFUSE_WGMMA_SS(64, 32, __nv_bfloat16, "bf16", "k16", CUFUSE_WGMMA_D32, CUFUSE_WGMMA_OPS0_31, "%34",
+                "%32, %33, p, 1, 1, %35, %36")
 CUFUSE_WGMMA_SS(128, 64, __half, "f16", "k16", CUFUSE_WGMMA_D64, CUFUSE_WGMMA_D64_OPS, "%66",
                 "%64, %65, p, 1, 1, %67, %68")
 CUFUSE_WGMMA_SS(128, 64, __nv_bfloat16, "bf16", "k16", CUFUSE_WGMMA_D64, CUFUSE_WGMMA_D64_OPS,

@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
 
   if (tid < 128) {
     // Producer warpgroup: gives registers back to the consumers; one thread issues every copy.
-    if constexpr (Cfg::consumers == 2) {
+    if constexpr (Cfg::moves_registers) {
       setmaxnreg_dec<Cfg::producer_regs>();
     }
     if (tid == 0) {
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     return;
   }
 
-  if constexpr (Cfg::consumers == 2) {
+  if constexpr (Cfg::moves_registers) {
     setmaxnreg_inc<Cfg::consumer_regs>();
   }
   constexpr bool PP = Cfg::pingpong;

@@ -58,6 +58,10 @@ struct wgmma_config {
   /// warpgroups take 232 each (128 x 40 + 256 x 232 <= 64K registers of an SM). One consumer
   /// warpgroup (BM = 64) keeps the launch's allocation.
   static constexpr int producer_regs = 40, consumer_regs = 232;
+  /// Whether the warpgroups move registers (setmaxnreg): two consumer warpgroups of a block
+  /// alone on its SM. With two blocks per SM the increase would wait forever for registers the
+  /// other block holds, so such tiles keep the launch's allocation.
+  static constexpr bool moves_registers = consumers == 2 && min_blocks == 1;
   static constexpr bool tf32 = sizeof(T) == 4;      // float inputs on TF32 tensor cores
   static constexpr int mma_k = tf32 ? 8 : 16;       // K of one wgmma
   static constexpr int chunk = 16 / int(sizeof(T)); // TMA: 16-byte aligned bases and strides
@@ -97,7 +101,8 @@ struct wgmma_config {
                 "cufuse: wgmma tiles and epilogue buffers start on 1024-byte boundaries");
   static_assert(m_atoms * BN <= 256, "cufuse: a wgmma consumer holds at most 128 accumulators");
   static_assert(BM == 64 || BM == 128 || BM == 256, "cufuse: wgmma tiles are 64, 128 or 256 rows");
-  static_assert(BN == 128 || BN == 256, "cufuse: wgmma tiles are 128 or 256 columns wide");
+  static_assert(BN == 128 || BN == 256 || (BN == 64 && !tf32),
+                "cufuse: wgmma tiles are 128 or 256 columns wide (64 for 16-bit inputs)");
   static_assert(splits == 1 || (!pingpong && splits <= 4),
                 "cufuse: wgmma split-K tiles are cooperative, with at most 4 splits (finished in "
                 "the kernel)");
