@@ -737,10 +737,19 @@ int main(int argc, char** argv) {
           std::string exh_text;
           if (opt.exhaustive) {
             const auto x0 = std::chrono::steady_clock::now();
+            // cuBLAS takes its turn in every round too, so that the sweep's medians compare
+            // with a cuBLAS timed the same way: interleaved with other kernels, each call after
+            // a different one. Timed back to back (the reruns above), the same kernels ran up
+            // to 10% faster than in the sweep (H100, 20 us small-M GEMMs; bench/JOURNAL.md t11).
             std::vector<std::vector<double>> samples(arms.size());
+            std::vector<double> sweep_cublas;
             for (int r = 0; r < opt.samples; ++r) {
               for (int a = 0; a < int(arms.size()); ++a) {
                 samples[a].push_back(time_one(run_variant(a)));
+              }
+              if (handle) {
+                sweep_cublas.push_back(time_one(
+                    [&](int i) { cufuse_tools::cublas_gemm(handle, problem_of(i), stream); }));
               }
             }
             const double exh_s =
@@ -764,6 +773,7 @@ int main(int argc, char** argv) {
             }
             extra << ", \"exhaustive\": {\"best\": \"" << arms[best]
                   << "\", \"best_s\": " << median(samples[best])
+                  << ", \"cublas_s\": " << (sweep_cublas.empty() ? 0.0 : median(sweep_cublas))
                   << ", \"measurements\": " << arms.size() * opt.samples
                   << ", \"seconds\": " << exh_s << ", \"ucb_regret\": " << regret
                   << ", \"samples\": {";
