@@ -681,7 +681,11 @@ int main(int argc, char** argv) {
             // The stream is kept busy while the host enqueues the timed call, so its event pair
             // brackets the kernel, not the host's launch path (a few microseconds, which on a
             // 20-40 us problem would outweigh the differences between variants).
-            cufuse_tools::hold_stream<<<1, 1, 0, stream>>>(50'000);
+            static const long long hold_ns = [] {
+              const char* e = std::getenv("CUFUSE_TUNE_HOLD_US"); // experiments (JOURNAL t11)
+              return e != nullptr ? std::atoll(e) * 1000 : 50'000LL;
+            }();
+            cufuse_tools::hold_stream<<<1, 1, 0, stream>>>(hold_ns);
             CHECK(cudaGetLastError());
             CHECK(cudaEventRecord(e0, stream));
             launch(i);
