@@ -418,10 +418,59 @@ cudaError_t launch_mma_tma(Kernel kernel, const oriented& o, const Epi& epi, dim
 /// Launches `Cfg`'s kernel for transposes (ta, tb) with the epilogue object `*epi` (an `Epi`;
 /// null: a default-constructed one). The type-erased entry of a `variant` (src/gemm/variant.hpp)
 /// and of an expression epilogue's kernels (gemm/epilogue/expression.cuh).
+/// Whether a wgmma configuration also has kernels for the store-only standard epilogue
+/// (linear_combination_stored: C of the inputs' type or fp32, stored by TMA, not read). Not the
+/// workspace split-K tiles, whose partial tiles go out by direct stores.
+template <class Cfg, class Epi>
+constexpr bool has_stored_forms() {
+  if constexpr (is_wgmma<Cfg>::value) {
+    return std::is_same_v<Epi, linear_combination> && (Cfg::splits == 1 || Cfg::cluster_k);
+  } else {
+    return false;
+  }
+}
+
+/// The kernel of configuration `Cfg` for epilogue `Epi` and the layout (ta, tb).
+template <class Cfg, class Epi>
+auto kernel_for(bool ta, bool tb) {
+  return ta ? (tb ? kernel_of<Cfg, true, true, Epi>() : kernel_of<Cfg, true, false, Epi>())
+            : (tb ? kernel_of<Cfg, false, true, Epi>() : kernel_of<Cfg, false, false, Epi>());
+}
+
+/// Lets the four layouts' kernels of (`Cfg`, `Epi`) take the configuration's shared memory.
+template <class Cfg, class Epi>
+cudaError_t opt_in_smem() {
+  for (int l = 0; l < 4; ++l) {
+    const void* k = reinterpret_cast<const void*>(kernel_for<Cfg, Epi>(l >= 2, l % 2 == 1));
+    const cudaError_t e =
+        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::smem_bytes);
+    if (e != cudaSuccess) {
+      return e;
+    }
+  }
+  return cudaSuccess;
+}
+
 template <class Cfg, class Epi>
 cudaError_t launch_variant(const gemm_args& args, const void* epi, bool ta, bool tb, dim3 grid,
                            int sms, cudaStream_t stream) {
   const Epi e = epi != nullptr ? *static_cast<const Epi*>(epi) : Epi{};
+  if constexpr (has_stored_forms<Cfg, Epi>()) {
+    // C stored by TMA and not read: the kernel that holds only that store, for C's type.
+    using T = typename Cfg::element;
+    const oriented o = orient(args, tf32_of<Cfg>(), ta, tb);
+    // (linear_combination::reads_c is device code: beta != 0, tested here on the host.)
+    if (o.args.beta == 0.0f && tma_store_ok<Cfg>(o.args, o.swapped, unsigned(o.args.batch))) {
+      if (o.args.out_type == int(dtype::f32)) {
+        using S = linear_combination_stored<float>;
+        return launch_wgmma<Cfg>(kernel_for<Cfg, S>(ta, tb), o, S{}, grid, sms, stream);
+      }
+      if (o.args.out_type == int(dtype_of<T>())) {
+        using S = linear_combination_stored<T>;
+        return launch_wgmma<Cfg>(kernel_for<Cfg, S>(ta, tb), o, S{}, grid, sms, stream);
+      }
+    }
+  }
   const auto k =
       ta ? (tb ? kernel_of<Cfg, true, true, Epi>() : kernel_of<Cfg, true, false, Epi>())
          : (tb ? kernel_of<Cfg, false, true, Epi>() : kernel_of<Cfg, false, false, Epi>());
@@ -464,6 +513,15 @@ cudaError_t prepare_variant(int* binary_arch) {
     }
     arch = attr.binaryVersion < arch ? attr.binaryVersion : arch;
     e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::smem_bytes);
+    if (e != cudaSuccess) {
+      return e;
+    }
+  }
+  if constexpr (has_stored_forms<Cfg, Epi>()) {
+    cudaError_t e = opt_in_smem<Cfg, linear_combination_stored<float>>();
+    if (e == cudaSuccess) {
+      e = opt_in_smem<Cfg, linear_combination_stored<typename Cfg::element>>();
+    }
     if (e != cudaSuccess) {
       return e;
     }

@@ -72,6 +72,24 @@ struct linear_combination {
   CUFUSE_DEVICE_FN void store_extra(std::int64_t, std::int64_t, const float (&)[Cnt], int) const {}
 };
 
+/// The standard epilogue of a wgmma call that stores C through TMA and does not read it
+/// (beta = 0), C's element type `Out` fixed at compile time. Its kernels hold only that store:
+/// the general ones carry every store form (C's three types, reading C or not, direct stores),
+/// 14-26k instructions, and a call right after a different cufuse kernel ran about 1.3 us
+/// slower than after itself; with the store forms cut it was 0.6 us (bench/JOURNAL.md t12).
+/// launch_variant (gemm/launch.cuh) takes it where it applies.
+template <class Out>
+struct linear_combination_stored : linear_combination {
+  using out_element = Out;
+  static constexpr bool tma_store_only = true;
+  CUFUSE_DEVICE_FN linear_combination_stored at_batch(int) const { return *this; }
+  CUFUSE_DEVICE_FN bool reads_c(const gemm_args&) const { return false; }
+};
+
+/// Whether `Epi` stores only through the TMA epilogue (linear_combination_stored).
+template <class Epi>
+inline constexpr bool tma_store_only = requires { requires Epi::tma_store_only; };
+
 /// The accumulators as they are (split-K partial tiles in the fp32 workspace).
 struct identity_epilogue {
   static constexpr const char* name = "identity";

@@ -156,7 +156,9 @@ struct wgmma_tma_store {
         store_tile<2>(with_c, acc, w, bc, eb);
       }
     };
-    if constexpr (requires { typename Epi::fetched_pair; }) {
+    if constexpr (tma_store_only<Epi>) {
+      by_type(std::false_type{}); // reads no C
+    } else if constexpr (requires { typename Epi::fetched_pair; }) {
       // Expression epilogues never read C; one with a staged operand reads that operand from
       // the buffers when the host could stage it (read_c: epi_operand).
       if constexpr (Epi::staged) {

@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
         continue;
       }
     }
-    if constexpr (Cfg::splits > 1 && !Cfg::cluster_k) {
+    if constexpr (Cfg::splits > 1 && !Cfg::cluster_k && !tma_store_only<Epi>) {
       if (split) {
         const block_work wq = sched.template at<int(sizeof(typename Cfg::element))>(q, item, plane);
         wgmma_store_direct<Cfg, mainloop::RS, SwapC, float>(acc, q, wq, ml.th, identity_epilogue{});
@@ -214,7 +214,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
         continue;
       }
     }
-    if (p.epi_tma) {
+    if constexpr (tma_store_only<Epi>) {
+      tma_out.store(acc, w, bc, eb); // the host launches it where C suits TMA
+    } else if (p.epi_tma) {
       tma_out.store(acc, w, bc, eb);
     } else {
       wgmma_store_direct<Cfg, mainloop::RS, SwapC, epi_out_t<Epi>>(acc, p, w, ml.th, eb);
