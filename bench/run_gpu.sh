@@ -239,8 +239,7 @@ if [ "$what" = online ]; then
   # issue's four keys, against the chosen variant and cuBLAS issued the same way
   # (bench/online_bench.cu).
   step "build online-tuning benchmark"
-  cmake --build $B -j"$jobs" --target cufuse_bench_online >"$OUT/logs/build-online.log" 2>&1 ||
-    { tail -30 "$OUT/logs/build-online.log"; exit 1; }
+  build_targets online cufuse_bench_online
   step "online tuning: calls to commit, regret against the chosen variant, the exhaustive best"
   rm -f "$OUT/online.jsonl"
   # The keys: bf16 -> fp32 and bf16 -> bf16 4096^3, bf16 8192x1024x4096, fp32 4096^3.
