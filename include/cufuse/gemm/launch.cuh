@@ -415,9 +415,6 @@ cudaError_t launch_mma_tma(Kernel kernel, const oriented& o, const Epi& epi, dim
   return cudaSuccess;
 }
 
-/// Launches `Cfg`'s kernel for transposes (ta, tb) with the epilogue object `*epi` (an `Epi`;
-/// null: a default-constructed one). The type-erased entry of a `variant` (src/gemm/variant.hpp)
-/// and of an expression epilogue's kernels (gemm/epilogue/expression.cuh).
 /// Whether a wgmma configuration also has kernels for the store-only standard epilogue
 /// (linear_combination_stored: C of the inputs' type or fp32, stored by TMA, not read). Not the
 /// workspace split-K tiles, whose partial tiles go out by direct stores.
@@ -451,6 +448,9 @@ cudaError_t opt_in_smem() {
   return cudaSuccess;
 }
 
+/// Launches `Cfg`'s kernel for transposes (ta, tb) with the epilogue object `*epi` (an `Epi`;
+/// null: a default-constructed one). The type-erased entry of a `variant` (src/gemm/variant.hpp)
+/// and of an expression epilogue's kernels (gemm/epilogue/expression.cuh).
 template <class Cfg, class Epi>
 cudaError_t launch_variant(const gemm_args& args, const void* epi, bool ta, bool tb, dim3 grid,
                            int sms, cudaStream_t stream) {
@@ -471,9 +471,7 @@ cudaError_t launch_variant(const gemm_args& args, const void* epi, bool ta, bool
       }
     }
   }
-  const auto k =
-      ta ? (tb ? kernel_of<Cfg, true, true, Epi>() : kernel_of<Cfg, true, false, Epi>())
-         : (tb ? kernel_of<Cfg, false, true, Epi>() : kernel_of<Cfg, false, false, Epi>());
+  const auto k = kernel_for<Cfg, Epi>(ta, tb);
   const oriented o = orient(args, tf32_of<Cfg>(), ta, tb);
   if constexpr (is_wgmma<Cfg>::value) {
     return launch_wgmma<Cfg>(k, o, e, grid, sms, stream);
