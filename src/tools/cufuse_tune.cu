@@ -719,6 +719,9 @@ int main(int argc, char** argv) {
           const double tune_s =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           const int chosen = bandit.committed_arm();
+          const auto run_cublas = [&](int i) {
+            cufuse_tools::cublas_gemm(handle, problem_of(i), stream);
+          };
           std::vector<double> tc, tb_;
           for (int r = 0; r < opt.reruns; ++r) {
             tc.push_back(time_one(run_variant(chosen)));
@@ -727,8 +730,7 @@ int main(int argc, char** argv) {
           if (handle) {
             cufuse_tools::cublas_gemm(handle, problem_of(0), stream); // warm-up
             for (int r = 0; r < opt.reruns; ++r) {
-              tb_.push_back(time_one(
-                  [&](int i) { cufuse_tools::cublas_gemm(handle, problem_of(i), stream); }));
+              tb_.push_back(time_one(run_cublas));
             }
             t_cublas = median(tb_);
           }
@@ -752,8 +754,7 @@ int main(int argc, char** argv) {
                 samples[a].push_back(time_one(run_variant(a)));
               }
               if (handle) {
-                sweep_cublas.push_back(time_one(
-                    [&](int i) { cufuse_tools::cublas_gemm(handle, problem_of(i), stream); }));
+                sweep_cublas.push_back(time_one(run_cublas));
               }
             }
             const double exh_s =

@@ -455,10 +455,10 @@ template <class Cfg, class Epi>
 cudaError_t launch_variant(const gemm_args& args, const void* epi, bool ta, bool tb, dim3 grid,
                            int sms, cudaStream_t stream) {
   const Epi e = epi != nullptr ? *static_cast<const Epi*>(epi) : Epi{};
+  const oriented o = orient(args, tf32_of<Cfg>(), ta, tb);
   if constexpr (has_stored_forms<Cfg, Epi>()) {
     // C stored by TMA and not read: the kernel that holds only that store, for C's type.
     using T = typename Cfg::element;
-    const oriented o = orient(args, tf32_of<Cfg>(), ta, tb);
     // (linear_combination::reads_c is device code: beta != 0, tested here on the host.)
     if (o.args.beta == 0.0f && tma_store_ok<Cfg>(o.args, o.swapped, unsigned(o.args.batch))) {
       if (o.args.out_type == int(dtype::f32)) {
@@ -472,7 +472,6 @@ cudaError_t launch_variant(const gemm_args& args, const void* epi, bool ta, bool
     }
   }
   const auto k = kernel_for<Cfg, Epi>(ta, tb);
-  const oriented o = orient(args, tf32_of<Cfg>(), ta, tb);
   if constexpr (is_wgmma<Cfg>::value) {
     return launch_wgmma<Cfg>(k, o, e, grid, sms, stream);
   } else if constexpr (tma_loads<Cfg>()) {
