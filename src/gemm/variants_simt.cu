@@ -4,6 +4,11 @@
 
 #include "variant_launch.cuh"
 
+#include <cufuse/eval/launch.cuh>
+
+#include <algorithm>
+#include <cstdint>
+
 namespace cufuse::gemm_detail {
 
 std::vector<variant> simt_set() { return instantiate<linear_combination>(simt_variants{}); }
@@ -14,10 +19,24 @@ namespace cufuse::gemm_detail {
 
 cudaError_t launch_splitk_reduce(const float* workspace, const gemm_args& args, int batch, int sms,
                                  cudaStream_t stream) {
-  const std::int64_t total = std::int64_t(args.m) * args.n * batch;
-  const std::int64_t blocks = std::min<std::int64_t>((total + 255) / 256, std::int64_t(sms) * 16);
-  splitk_reduce_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(workspace, args, batch,
-                                                                          linear_combination{});
+  const std::int64_t groups = std::int64_t(args.m) * ((args.n + 3) / 4) * batch;
+  const std::int64_t blocks = std::min<std::int64_t>((groups + 255) / 256, std::int64_t(sms) * 16);
+  constexpr auto kernel = &splitk_reduce_kernel<linear_combination>;
+  if (detail::sm90_kernel<kernel>() && detail::driver_captures_dependent_launches()) {
+    // Launched while the GEMM's last blocks finish; the kernel waits for their partials.
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+    cfg.blockDim = dim3(256);
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, workspace, args, batch, linear_combination{});
+  }
+  kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(workspace, args, batch,
+                                                            linear_combination{});
   return cudaGetLastError();
 }
 

@@ -68,6 +68,9 @@ set(use_core/index.cuh [=[
   cufuse::detail::fast_divmod<std::uint32_t> d(7);
   (void)d;
 ]=])
+set(use_core/pdl.cuh [=[
+  static_assert(std::is_same_v<decltype(&cufuse::detail::pdl_wait), void (*)()>);
+]=])
 
 set(use_memory/device.hpp [=[
   (void)cufuse::device_available();

@@ -74,6 +74,16 @@ bool sm90_kernel() {
          }) == 2;
 }
 
+/// Whether the driver captures programmatic dependent launches in CUDA Graphs (CUDA 12.3 and
+/// later), so that a split reduction or split-K GEMM inside cufuse::capture may use one.
+inline bool driver_captures_dependent_launches() {
+  static const bool ok = [] {
+    int v = 0;
+    return cudaDriverGetVersion(&v) == cudaSuccess && v >= 12030;
+  }();
+  return ok;
+}
+
 /// Blocks per grid cap for `kernel` on the current device; computed on first use per device.
 template <auto Kernel>
 int cached_max_grid() {

@@ -29,6 +29,11 @@ struct conv_geometry {
   bool operator==(const conv_geometry&) const = default;
 };
 
+/// Split-K tiles of up to this many splits are summed by the last split of each tile to arrive
+/// (splitk_finish, counters in ws_count); tiles of more splits leave their partials to a
+/// reduction kernel (src/gemm/launch.cu), so their kernels have no finishing code.
+inline constexpr int splitk_fixup_max = 4;
+
 /// Kernel parameters. Batch b and split s of blockIdx.z = b * splits + s; split s covers K range
 /// [s*k_chunk, (s+1)*k_chunk).
 struct gemm_args {

@@ -47,16 +47,6 @@ index_t resident_blocks(int block) {
   });
 }
 
-/// Whether the driver captures programmatic dependent launches in CUDA Graphs (CUDA 12.3 and
-/// later), so that a split reduction inside cufuse::capture may use one.
-inline bool driver_captures_dependent_launches() {
-  static const bool ok = [] {
-    int v = 0;
-    return cudaDriverGetVersion(&v) == cudaSuccess && v >= 12030;
-  }();
-  return ok;
-}
-
 /// Enqueues `Kernel` as the finish kernel of a split reduction: where the device and the driver
 /// allow, as a programmatic dependent launch, so that its blocks are launched while the kernel
 /// that writes the states finishes and wait there for them (pdl_wait) instead of after a launch

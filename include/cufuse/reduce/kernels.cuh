@@ -22,6 +22,7 @@
 #endif
 
 #include "../core/index.cuh"
+#include "../core/pdl.cuh"
 #include "node.cuh"
 
 #include <cub/warp/warp_reduce.cuh>
@@ -125,21 +126,6 @@ CUFUSE_DEVICE void fold_range(const Red& red, const Arg& arg, const reduce_geome
     place_reduced(g, r, q);
     red.template add<In>(s, arg.eval_in(q), r);
   }
-}
-
-/// Programmatic dependent launch (sm_90): the kernels that write a split reduction's states let
-/// the finish kernel be launched while their last blocks run (`pdl_release`), and the finish
-/// kernel waits for their results (`pdl_wait`) before it reads them. Both do nothing on older
-/// GPUs, and when the launch did not ask for it (launch_finish).
-CUFUSE_DEVICE inline void pdl_release() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-CUFUSE_DEVICE inline void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
 }
 
 /// Whether reducer Red folds a step's float values at once (`Red::fold`; var).

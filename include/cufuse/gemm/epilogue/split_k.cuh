@@ -2,10 +2,23 @@
 /// finish by the last split of a tile (up to 4 splits), and the reduction kernel (8 or more).
 #pragma once
 
+#include "../../core/pdl.cuh"
 #include "../tile.cuh"
 #include "linear_combination.cuh"
 
 namespace cufuse::gemm_detail {
+
+/// Whether a block of a `Splits`-split configuration writes its partial tile to the workspace:
+/// when the launcher gave one (p.ws), always past splitk_fixup_max (launch.cu gives those a
+/// workspace always, so their kernels compile no direct store).
+template <int Splits>
+CUFUSE_DEVICE_FN bool writes_partials(const gemm_args& p) {
+  if constexpr (Splits > splitk_fixup_max) {
+    return true;
+  } else {
+    return Splits > 1 && p.ws != nullptr;
+  }
+}
 
 /// Split-K: the arguments a split block writes its partial tile with, into the fp32 workspace
 /// (alpha 1, beta 0; rows of `cols` = C's stored row length; split planes of m x n).
@@ -123,41 +136,65 @@ CUFUSE_DEVICE_FN void splitk_finish(const gemm_args& p, int row0, int col0, cons
 }
 
 /// splitk_finish for the one-block-per-tile kernels: every thread of the block, output tile
-/// blockIdx.x of plane blockIdx.z.
-template <int CM, int CN, int Threads, class Epi>
+/// blockIdx.x of plane blockIdx.z. Nothing for a configuration of more than splitk_fixup_max
+/// splits, whose partials the reduction kernel sums: its code would only take registers (the
+/// 128x128 SIMT 8-split tile spilled in its main loop with it).
+template <int CM, int CN, int Threads, int Splits, class Epi>
 CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0, const Epi& epi) {
-  splitk_finish<CM, CN, Threads, 8, 0>(p, row0, col0, epi, static_cast<int>(threadIdx.x),
-                                       static_cast<int>(blockIdx.z) / p.splits,
-                                       static_cast<int>(blockIdx.x), [] { __syncthreads(); });
+  if constexpr (Splits <= splitk_fixup_max) {
+    splitk_finish<CM, CN, Threads, 8, 0>(p, row0, col0, epi, static_cast<int>(threadIdx.x),
+                                         static_cast<int>(blockIdx.z) / p.splits,
+                                         static_cast<int>(blockIdx.x), [] { __syncthreads(); });
+  } else {
+    (void)p, (void)row0, (void)col0, (void)epi;
+  }
 }
 
 // ---- split-K reduction -----------------------------------------------------------------------
 
 /// C[b] = epilogue(sum over splits of ws[b][s]); ws is [batch][splits][m][n] fp32. For 8 and
-/// more splits, where the in-kernel fixup (one block per tile) reads too much per block.
+/// more splits, where the in-kernel fixup (one block per tile) reads too much per block. Each
+/// thread sums a group of 4 columns over the splits in split order (16-byte loads when rows are
+/// whole groups) and stores it through store_group: two 64-bit divisions per group, where one
+/// thread per element paid two per element. Launched after the GEMM as a programmatic
+/// dependent launch where the device allows (launch_splitk_reduce): pdl_wait before the reads.
 template <class Epi>
 __global__ void splitk_reduce_kernel(const float* ws, gemm_args p, int batch, const Epi epi) {
-  const std::int64_t mn = std::int64_t(p.m) * p.n;
-  const std::int64_t total = mn * batch;
+  detail::pdl_wait();
+  const int groups = (p.n + 3) / 4; // per row
+  const std::int64_t mn = std::int64_t(p.m) * p.n, per_batch = std::int64_t(p.m) * groups;
+  const std::int64_t total = per_batch * batch;
+  const bool vec_rows = p.n % 4 == 0;
+  const int out_size = p.out_type == int(dtype::f32) ? 4 : 2;
   for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < total;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t bi = i / mn;
-    const std::int64_t e = i - bi * mn;
-    const float* src = ws + bi * p.splits * mn + e;
-    float s = 0.0f;
-    for (int k = 0; k < p.splits; ++k) {
-      s += src[k * mn];
+    const int bi = static_cast<int>(i / per_batch);
+    const std::int64_t e = i - bi * per_batch;
+    const int row = static_cast<int>(e / groups);
+    const int col = static_cast<int>(e - std::int64_t(row) * groups) * 4;
+    const float* src = ws + bi * p.splits * mn + std::int64_t(row) * p.n + col;
+    const int cnt = ::min(4, p.n - col);
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (vec_rows) {
+#pragma unroll 8
+      for (int k = 0; k < p.splits; ++k) {
+        const float4 x = __ldcg(reinterpret_cast<const float4*>(src + k * mn));
+        s[0] += x.x;
+        s[1] += x.y;
+        s[2] += x.z;
+        s[3] += x.w;
+      }
+    } else {
+      for (int k = 0; k < p.splits; ++k) {
+        for (int j = 0; j < cnt; ++j) {
+          s[j] += __ldcg(src + k * mn + j);
+        }
+      }
     }
-    const std::int64_t row = e / p.n, col = e - row * p.n;
-    void* c = static_cast<char*>(p.c) + bi * p.stride_c * (p.out_type == int(dtype::f32) ? 4 : 2);
-    const std::int64_t idx = row * p.ldc + col;
-    const Epi eb = epi.at_batch(int(bi));
-    if constexpr (Epi::extra_outputs) {
-      const float v[1] = {s};
-      eb.store_extra(row, col, v, 1);
-    }
-    store_out(c, idx, epilogue_at(eb, p, eb.reads_c(p), s, c, idx, p.out_type, row, col),
-              p.out_type);
+    void* c = static_cast<char*>(p.c) + bi * p.stride_c * out_size;
+    const bool vec_ok =
+        p.ldc % 4 == 0 && reinterpret_cast<std::uintptr_t>(c) % (4u * unsigned(out_size)) == 0;
+    store_group<4>(p, c, row, col, s, vec_ok, epi.at_batch(bi));
   }
 }
 
