@@ -94,7 +94,13 @@ double predicted_seconds(int vi, const problem& p, const device_state& d) {
                                            v.fam == family::simt ? 2 : 2}));
   const double waves = std::ceil(tiles / (double(d.sms) * per_sm));
   const double rate = rate_of(v).flops_per_second;
-  const double intensity = std::min(1.0, (double(v.bm) * v.bn / (v.bm + v.bn)) / 64.0);
+  double intensity = std::min(1.0, (double(v.bm) * v.bn / (v.bm + v.bn)) / 64.0);
+  if (v.fam == family::simt) {
+    // A SIMT thread's FMAs per shared-memory read grow with its thread tile: 64x256 with the
+    // 8x8 thread tiles of 128x128 ran as fast or faster (M = 64-256, fp32, H100;
+    // bench/JOURNAL.md t15), which the block tile's shape alone rates 0.8x.
+    intensity = std::max(intensity, std::min(1.0, double(v.bm) * v.bn / v.threads / 64.0));
+  }
   const double k_work = double(ceil_div(std::max<std::int64_t>(chunk, 1), v.bk) * v.bk);
   double t = waves * 2.0 * v.bm * v.bn * k_work * per_sm / (rate * intensity);
   if (v.align == 1 && v.fam == family::simt) {

@@ -43,11 +43,12 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   out.alpha = p.alpha;
   out.beta = p.beta;
   out.out_type = int(p.out);
-  if (v.cluster_split || (splits == 1 && v.splits <= splitk_fixup_max)) {
+  if (v.cluster_split || v.splits == 1 || (splits == 1 && v.fixup)) {
     // Unsplit, or split over a thread-block cluster that sums the tile itself (the launcher
     // sets the kernel's split count to the cluster's size; `chunk` is each block's K range).
-    // A configuration of more splits always writes partials (split_k.cuh, writes_partials),
-    // even in the one split a short K leaves it (which its K >= splits x BK rule prevents).
+    // A configuration the reduction kernel finishes always writes partials (split_k.cuh,
+    // writes_partials), even in the one split a short K leaves it (its K >= splits x BK rule
+    // prevents that).
     CUFUSE_CUDA_CHECK_MSG(run(out, epi, p.a.trans, p.b.trans, grid, sms, stream),
                           "preparing the launch of GEMM variant " + v.name);
     CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "launching GEMM variant " + v.name);
@@ -58,7 +59,7 @@ void launch(int vi, const problem& p, const device_state& d, cudaStream_t stream
   // (split_k.cuh splitk_fixup). More splits: the blocks write partials only and a reduction
   // kernel sums them over the whole GPU, since one block per tile reading 8 or 16 partials
   // was slower than the second launch (bench/JOURNAL.md g27).
-  const bool fixup = v.splits <= splitk_fixup_max; // the kernels compile one or the other
+  const bool fixup = v.fixup; // the kernels compile one or the other (finishes_in_kernel)
   if (!fixup && f != nullptr) {
     throw error("cufuse::gemm: internal: an expression epilogue ran a variant of more than 4 "
                 "splits (" +

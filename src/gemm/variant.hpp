@@ -24,6 +24,8 @@ struct variant {
   int min_arch = 70;          // compute capability x 10 its kernels need (90 = sm_90a)
   int align = 1;              // elements: A/B pointers, leading dimensions and batch strides
   int splits = 1;             // split-K factor (1: none)
+  bool fixup = false;         // split-K finished in the kernel by each tile's last split
+                              // (counters); else, split, by the reduction kernel
   bool cluster_split = false; // the splits of a tile run as one thread-block cluster and are
                               // summed in it (wgmma): no workspace
   int layouts = 0xF;          // bit (2 * trans_a + trans_b): the transposes it accepts

@@ -31,8 +31,10 @@ variant make_variant() {
     v.fam = family::simt;
     v.min_arch = Cfg::stages > 0 ? 80 : 70; // cp.async
     v.align = Cfg::Vec;
+    v.fixup = finishes_in_kernel<Cfg>();
   } else if constexpr (is_wgmma<Cfg>::value) {
     v.fam = family::wgmma;
+    v.fixup = Cfg::splits > 1 && !Cfg::cluster_k; // splitk_finish in the persistent kernel
     v.min_arch = 90;
     v.align = Cfg::chunk;
     v.pingpong = Cfg::pingpong;
@@ -49,6 +51,7 @@ variant make_variant() {
     }
   } else {
     v.fam = family::mma;
+    v.fixup = finishes_in_kernel<Cfg>();
     v.tf32 = Cfg::tf32;
     v.min_arch = Cfg::tma ? 90 : 80;
     v.align = Cfg::elem ? 1 : Cfg::chunk;

@@ -253,3 +253,23 @@ TEST_CASE("gemm choice: the heuristic streams small-M problems on cluster split-
     CHECK(pick(m, n, n).find("x64x64_") == std::string::npos);
   }
 }
+
+TEST_CASE("gemm choice: exact fp32 with few rows runs the 8-split SIMT tiles (stand-in sm_90)",
+          "[gemm_choice]") {
+  // Measured on an H100 (bench/JOURNAL.md t15, the sweep of cufuse-tune --exhaustive): the
+  // 64x256 8-split tile was the fastest at M = 64 and 128 with N = K = 4096 and 8192; the
+  // heuristic takes it at 128x4096x4096 and 64x8192x8192, and at 64x4096x4096 the 64x128
+  // 8-split tile (256 blocks instead of 128; 0.97-1.07x cuBLAS there against 64x256's
+  // 1.15-1.26x). M = 16 and 32 keep their narrow tiles (1.0-2.4x cuBLAS).
+  const device_state d = hopper();
+  const auto pick = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    problem p = make(dtype::f32, m, n, k, k, n, n);
+    p.math = cufuse::gemm_math::fp32;
+    return registry()[heuristic(p, d, valid_indices(p, d))].name;
+  };
+  CHECK(pick(128, 4096, 4096) == "sm80_f32_simt_64x256x16_t8x8_v4_s3_split8");
+  CHECK(pick(64, 8192, 8192) == "sm80_f32_simt_64x256x16_t8x8_v4_s3_split8");
+  CHECK(pick(64, 4096, 4096) == "sm80_f32_simt_64x128x32_t4x8_v4_s3_split8");
+  CHECK(pick(16, 4096, 4096) == "sm70_f32_simt_16x128x32_t4x4_v4_split8");
+  CHECK(pick(32, 4096, 4096) == "sm70_f32_simt_32x128x32_t4x4_v4_split8");
+}

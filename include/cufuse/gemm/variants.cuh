@@ -107,6 +107,12 @@ using simt_variants = variant_list<
     simt<float,
          simt_tile{
              .bm = 64, .bn = 128, .bk = 32, .rm = 1, .rn = 2, .vec = 4, .splits = 8, .stages = 3}>,
+    // 64 rows with the 128x128 tile's 8x8 thread tiles: the fastest fp32 tile at M = 64 to 256
+    // with N = K = 4096 / 8192 (bench/JOURNAL.md t15); before 128x128 so that the heuristic
+    // takes it where the two tie
+    simt<float,
+         simt_tile{
+             .bm = 64, .bn = 256, .bk = 16, .rm = 2, .rn = 2, .vec = 4, .splits = 8, .stages = 3}>,
     simt<float,
          simt_tile{
              .bm = 128, .bn = 128, .bk = 32, .rm = 2, .rn = 2, .vec = 4, .splits = 8, .stages = 3}>,

@@ -8,15 +8,24 @@
 
 namespace cufuse::gemm_detail {
 
-/// Whether a block of a `Splits`-split configuration writes its partial tile to the workspace:
-/// when the launcher gave one (p.ws), always past splitk_fixup_max (launch.cu gives those a
-/// workspace always, so their kernels compile no direct store).
-template <int Splits>
+/// Whether the last split to arrive at each tile of configuration `Cfg` sums the tile's
+/// partials in the kernel (splitk_finish, per-tile counters). Otherwise, past splitk_fixup_max
+/// splits, a reduction kernel after the GEMM does (src/gemm/launch.cu), and the kernels compile
+/// neither that finish nor a direct store.
+template <class Cfg>
+CUFUSE_HOST_DEVICE constexpr bool finishes_in_kernel() {
+  return Cfg::splits > 1 && Cfg::splits <= splitk_fixup_max;
+}
+
+/// Whether a block of configuration `Cfg` writes its partial tile to the workspace: always for
+/// the tiles a reduction kernel finishes (launch.cu gives them a workspace always), else when
+/// the launcher gave one (p.ws).
+template <class Cfg>
 CUFUSE_DEVICE_FN bool writes_partials(const gemm_args& p) {
-  if constexpr (Splits > splitk_fixup_max) {
+  if constexpr (Cfg::splits > 1 && !finishes_in_kernel<Cfg>()) {
     return true;
   } else {
-    return Splits > 1 && p.ws != nullptr;
+    return Cfg::splits > 1 && p.ws != nullptr;
   }
 }
 
@@ -136,12 +145,11 @@ CUFUSE_DEVICE_FN void splitk_finish(const gemm_args& p, int row0, int col0, cons
 }
 
 /// splitk_finish for the one-block-per-tile kernels: every thread of the block, output tile
-/// blockIdx.x of plane blockIdx.z. Nothing for a configuration of more than splitk_fixup_max
-/// splits, whose partials the reduction kernel sums: its code would only take registers (the
-/// 128x128 SIMT 8-split tile spilled in its main loop with it).
-template <int CM, int CN, int Threads, int Splits, class Epi>
+/// blockIdx.x of plane blockIdx.z. Nothing unless `Finish` (finishes_in_kernel): the code would
+/// only take registers (the 128x128 SIMT 8-split kernel spilled in its main loop with it).
+template <int CM, int CN, int Threads, bool Finish, class Epi>
 CUFUSE_DEVICE_FN void splitk_fixup(const gemm_args& p, int row0, int col0, const Epi& epi) {
-  if constexpr (Splits <= splitk_fixup_max) {
+  if constexpr (Finish) {
     splitk_finish<CM, CN, Threads, 8, 0>(p, row0, col0, epi, static_cast<int>(threadIdx.x),
                                          static_cast<int>(blockIdx.z) / p.splits,
                                          static_cast<int>(blockIdx.x), [] { __syncthreads(); });

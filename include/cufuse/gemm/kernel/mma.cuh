@@ -227,7 +227,7 @@ CUFUSE_DEVICE_FN void mma_epilogue(float (&acc)[Cfg::MI][Cfg::NI][4], unsigned c
       store_rows(std::type_identity<T>{}, e);
     }
   };
-  if (writes_partials<Cfg::splits>(p_in)) {
+  if (writes_partials<Cfg>(p_in)) {
     by_type(identity_epilogue{});
   } else {
     by_type(epi.at_batch(w.batch));
@@ -239,7 +239,7 @@ CUFUSE_DEVICE_FN void mma_epilogue(float (&acc)[Cfg::MI][Cfg::NI][4], unsigned c
       rc.n = p_in.m;
     }
     static_assert(!Cfg::tma, "cufuse: TMA mma tiles have no split-K");
-    splitk_fixup<CM, CN, Cfg::threads, Cfg::splits>(rc, row0, col0, epi);
+    splitk_fixup<CM, CN, Cfg::threads, finishes_in_kernel<Cfg>()>(rc, row0, col0, epi);
   }
 }
 
@@ -253,7 +253,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   // Split-K blocks write partial tiles of C as stored (n x m under Swap) to the workspace
   // (without one, a split configuration launched unsplit writes C directly).
   const gemm_args p =
-      writes_partials<Cfg::splits>(p_in) ? split_partial_args(p_in, Swap ? p_in.m : p_in.n) : p_in;
+      writes_partials<Cfg>(p_in) ? split_partial_args(p_in, Swap ? p_in.m : p_in.n) : p_in;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
   extern __shared__ __align__(128) unsigned char mma_smem[];
   using CA = mma_tile_copier<Cfg, BM, !TA>;

@@ -191,7 +191,7 @@ template <class Cfg, class Epi>
 CUFUSE_DEVICE_FN void simt_store(const gemm_args& p, const gemm_args& p_in, const block_work& w,
                                  int tx, int ty, const float (&acc)[Cfg::TM][Cfg::TN],
                                  const Epi& epi) {
-  if (writes_partials<Cfg::splits>(p_in)) {
+  if (writes_partials<Cfg>(p_in)) {
     simt_store_with<Cfg>(p, w, tx, ty, acc, identity_epilogue{});
   } else {
     simt_store_with<Cfg>(p, w, tx, ty, acc, epi.at_batch(w.batch));
@@ -202,7 +202,7 @@ template <class Cfg, bool TA, bool TB, class Epi>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     simt_gemm_kernel(gemm_args p_in, const Epi epi) {
   using T = typename Cfg::element;
-  const gemm_args p = writes_partials<Cfg::splits>(p_in) ? split_partial_args(p_in, p_in.n) : p_in;
+  const gemm_args p = writes_partials<Cfg>(p_in) ? split_partial_args(p_in, p_in.n) : p_in;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK;
   constexpr int SA = BM + Cfg::pad, SB = BN + Cfg::pad;
   extern __shared__ __align__(16) float simt_smem[];
@@ -255,7 +255,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
 
   simt_store<Cfg>(p, p_in, w, tx, ty, acc, epi);
   if constexpr (Cfg::splits > 1) {
-    splitk_fixup<BM, BN, Cfg::threads, Cfg::splits>(p_in, w.m0, w.n0, epi);
+    splitk_fixup<BM, BN, Cfg::threads, finishes_in_kernel<Cfg>()>(p_in, w.m0, w.n0, epi);
   }
 }
 
@@ -368,7 +368,7 @@ template <class Cfg, bool TA, bool TB, class Epi>
 __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     simt_async_gemm_kernel(gemm_args p_in, const Epi epi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const gemm_args p = writes_partials<Cfg::splits>(p_in) ? split_partial_args(p_in, p_in.n) : p_in;
+  const gemm_args p = writes_partials<Cfg>(p_in) ? split_partial_args(p_in, p_in.n) : p_in;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::stages;
   using copier_a = simt_copier<BM, BK, Cfg::threads,
                                TA ? simt_copy::along_mn : simt_copy::transpose4, Cfg::krows_a>;
@@ -461,7 +461,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   cp_async_wait<0>();
   simt_store<Cfg>(p, p_in, w, tx, ty, acc, epi);
   if constexpr (Cfg::splits > 1) {
-    splitk_fixup<BM, BN, Cfg::threads, Cfg::splits>(p_in, w.m0, w.n0, epi);
+    splitk_fixup<BM, BN, Cfg::threads, finishes_in_kernel<Cfg>()>(p_in, w.m0, w.n0, epi);
   }
 #else
   (void)p_in;
