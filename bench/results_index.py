@@ -24,7 +24,7 @@ SECTIONS = [
      "`bash bench/run_gpu.sh gemm` (cufuse-tune --exhaustive, bench/gemm_report.py)"),
     ("GEMM at any alignment (H100)", "any_shape_h100.md", ["any_shape_h100.json", "any_shape_h100.log"],
      "`bash bench/run_gpu.sh anyshape` (bench/any_shape_bench.cu)"),
-    ("GEMM with M <= 128 (H100)", "small_m_h100.md", ["small_m_stored_h100.json", "gemm_alternation_ab_h100.log", "small_m_sweep_h100.json", "small_m_n64_h100.json", "small_m_h100.json", "small_m_tests_h100.log"],
+    ("GEMM with M <= 128 (H100)", "small_m_h100.md", ["small_m_f32_h100.json", "small_m_stored_h100.json", "gemm_alternation_ab_h100.log", "small_m_sweep_h100.json", "small_m_n64_h100.json", "small_m_h100.json", "small_m_tests_h100.log"],
      "`bash bench/run_gpu.sh smallm` (cufuse-tune --exhaustive, bench/small_m_report.py)"),
     ("Online tuning's cost in each synchronization pattern (H100)", "online_h100.md", ["online_h100.jsonl", "online_h100.log"],
      "`bash bench/run_gpu.sh online` (bench/online_bench.cu)"),
