@@ -12,7 +12,8 @@
 #                                    resnet_block and transformer_mlp samples, cufuse-tune's
 #                                    epilogue files; build and pack those with
 #                                    bench/prebuild.sh (64 MiB at most per call)
-#   bash bench/verify_gpu.sh ctest   ctest of the build a previous call left (same machine)
+#   bash bench/verify_gpu.sh ctest   ctest of the build a previous call left (same machine);
+#                                    CTEST_ARGS: more ctest arguments (both modes)
 #   bash bench/verify_gpu.sh ab      build the BEFORE tree's libcufuse (timed) and cufuse-tune,
 #                                    same-run A/B of every GEMM variant (bench/ab_report.py),
 #                                    then memcheck and racecheck of the GEMM tests
@@ -74,8 +75,8 @@ if [ "$what" = build ]; then
   configure_and_build_lib
   step "build everything"
   if [ -n "${PREBUILT_TGZ:-}" ]; then
-    tar xzf "$PREBUILT_TGZ" -C build-gpu
-    tar tzf "$PREBUILT_TGZ" | tee "$OUT/logs/prebuilt.txt"
+    tar xf "$PREBUILT_TGZ" -C build-gpu
+    tar tf "$PREBUILT_TGZ" | tee "$OUT/logs/prebuilt.txt"
     # Every target of the build but the carried ones (ninja builds a file's target only when asked).
     targets=$(for d in samples src test; do
       ninja -C build-gpu -t query "$d/all" | sed -n '/input:/,/outputs:/p' | sed '1d;$d' |
@@ -92,7 +93,9 @@ fi
 
 if [ "$what" = ctest ]; then
   step ctest
-  timeout "$(left)" ctest --test-dir build-gpu --output-on-failure -j4 2>&1 | tee "$OUT/ctest.log" | tail -25
+  # shellcheck disable=SC2086 # CTEST_ARGS: several arguments (e.g. -E gemm_large)
+  timeout "$(left)" ctest --test-dir build-gpu --output-on-failure -j4 ${CTEST_ARGS:-} 2>&1 |
+    tee "$OUT/ctest.log" | tail -25
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 
