@@ -179,7 +179,15 @@ void run_impl(const problem& p, cudaStream_t stream, const gemm_options& options
         }
         arms.push_back(valid[std::size_t(i)]);
       }
-      start_exploring(*ks, std::move(arms));
+      std::vector<std::string> names;
+      for (int vi : arms) {
+        names.push_back(registry()[vi].name);
+      }
+      const tune::tuning_key k = db_key(p, ks->epilogue);
+      start_exploring(*ks, std::move(arms),
+                      k.family + " " + std::to_string(k.m) + "x" + std::to_string(k.n) + "x" +
+                          std::to_string(k.k),
+                      std::move(names));
     }
     ks->initialized = true;
   }

@@ -132,7 +132,15 @@ void run_conv(const conv_key& key, const conv_set& set, std::uint32_t valid, int
       for (int i : tune::exploration_order(std::vector<double>(arms.size(), 0.0), prior_at)) {
         order.push_back(arms[std::size_t(i)]);
       }
-      gemm_detail::start_exploring(*ks, std::move(order));
+      std::vector<std::string> names;
+      for (int v : order) {
+        names.push_back(set.names[std::size_t(v)]);
+      }
+      const tune::tuning_key k = db_key(key, set);
+      gemm_detail::start_exploring(*ks, std::move(order),
+                                   k.family + " " + std::to_string(k.m) + "x" +
+                                       std::to_string(k.n) + "x" + std::to_string(k.k),
+                                   std::move(names));
     }
     ks->initialized = true;
   }

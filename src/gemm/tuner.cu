@@ -4,8 +4,10 @@
 #include <cufuse/core/error.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace cufuse::gemm_detail {
 
@@ -89,6 +91,80 @@ int from_database(const problem& p, const device_state& d, bool nearest,
   return -1;
 }
 
+bool tracing() {
+  static const bool on = [] {
+    const char* v = std::getenv("CUFUSE_TUNE_TRACE");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  return on;
+}
+
+namespace {
+
+/// Spins until the host has set `*flag` to at least `ticket`, or for `timeout_ns` of the global
+/// timer (a host thread that stalls between hold() and release_hold() costs one slow sample).
+__global__ void wait_for_host(const volatile unsigned long long* flag, unsigned long long ticket,
+                              long long timeout_ns) {
+  long long t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    if (*flag >= ticket) {
+      return;
+    }
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < timeout_ns);
+}
+
+/// The word the holds wait on: pinned host memory that every device reads (mapped, portable;
+/// one address for host and devices under unified addressing). Allocated on the first hold,
+/// never freed (it lives as long as the process's tuner).
+struct hold_word {
+  unsigned long long* word = nullptr;
+  std::atomic<unsigned long long> next{0};
+  hold_word() {
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, sizeof(unsigned long long),
+                      cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    word = static_cast<unsigned long long*>(p);
+    *word = 0;
+  }
+};
+
+hold_word& the_hold_word() {
+  static hold_word w;
+  return w;
+}
+
+} // namespace
+
+std::uint64_t hold(cudaStream_t stream) {
+  hold_word& w = the_hold_word();
+  if (w.word == nullptr) {
+    return 0;
+  }
+  const unsigned long long ticket = ++w.next;
+  constexpr long long timeout_ns = 1000000; // 1 ms: far beyond a launch's host path
+  wait_for_host<<<1, 1, 0, stream>>>(w.word, ticket, timeout_ns);
+  if (cudaGetLastError() != cudaSuccess) {
+    return 0; // not held: the caller times without a hold (an error of earlier work recurs)
+  }
+  return ticket;
+}
+
+void release_hold(std::uint64_t ticket) {
+  if (ticket == 0) {
+    return;
+  }
+  // Tickets of several host threads may be released out of order: the word only grows.
+  std::atomic_ref<unsigned long long> word(*the_hold_word().word);
+  unsigned long long now = word.load();
+  while (now < ticket && !word.compare_exchange_weak(now, ticket)) {
+  }
+}
+
 void record_finished(key_state& ks) {
   auto& f = ks.in_flight;
   std::size_t i = 0;
@@ -100,7 +176,18 @@ void record_finished(key_state& ks) {
     }
     float ms = 0;
     if (q == cudaSuccess && cudaEventElapsedTime(&ms, f[i].start, f[i].stop) == cudaSuccess) {
+      const bool was = ks.bandit->committed();
       ks.bandit->record(f[i].arm, ms * 1e-3);
+      if (tracing()) {
+        std::fprintf(stderr, "cufuse tune: %s: sample %s %.2f us\n", ks.label.c_str(),
+                     ks.arm_names.at(std::size_t(f[i].arm)).c_str(), ms * 1e3);
+        if (!was && ks.bandit->committed()) {
+          const int a = ks.bandit->committed_arm();
+          std::fprintf(stderr, "cufuse tune: %s: commit %s (median %.2f us) after %d samples\n",
+                       ks.label.c_str(), ks.arm_names.at(std::size_t(a)).c_str(),
+                       ks.bandit->median_seconds(a) * 1e6, ks.bandit->pulls());
+        }
+      }
     } else {
       (void)cudaGetLastError();
     }

@@ -12,6 +12,7 @@
 #include <cufuse/tune/database.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -100,6 +101,8 @@ struct key_state {
   std::vector<char> warmed; // per arm: its first call ran untimed (clocks, caches, first launch)
   std::string epilogue;     // the expression epilogue's name in database keys (empty: standard)
   int idle_skips = 0;       // exploring calls left untimed because the stream was idle
+  std::string label;        // the key as CUFUSE_TUNE_TRACE prints it
+  std::vector<std::string> arm_names; // per arm, for the trace
 
   ~key_state() {
     for (const sample& s : in_flight) {
@@ -253,14 +256,29 @@ int from_database(const problem& p, const device_state& d, bool nearest,
 void record_finished(key_state& ks);
 /// Makes `vi` the key's choice (and writes it to the database, if any).
 void commit(key_state& ks, int vi, const problem& p, const device_state& d, double seconds);
+/// Whether CUFUSE_TUNE_TRACE asks for the online tuner's samples on stderr (read once).
+bool tracing();
+
 /// Starts online exploration of a key over `arms` (variant values, in the order the bandit
-/// tries them first: tune::exploration_order).
-inline void start_exploring(key_state& ks, std::vector<int> arms) {
+/// tries them first: tune::exploration_order). `label` and `names` (per arm) are what the trace
+/// prints.
+inline void start_exploring(key_state& ks, std::vector<int> arms, std::string label,
+                            std::vector<std::string> names) {
   ks.arms = std::move(arms);
   ks.warmed.assign(ks.arms.size(), 0);
+  ks.label = std::move(label);
+  ks.arm_names = std::move(names);
   const int n = static_cast<int>(ks.arms.size());
   ks.bandit = std::make_unique<tune::ucb_bandit>(n, tune::gemm_bandit_config(n));
 }
+
+/// Holds `stream` with a kernel that waits for release_hold(ticket) (or about a millisecond):
+/// the events and the call that the host enqueues meanwhile then run back to back on the
+/// device, so a sample times the device's work and not the host's launch path, whether the
+/// stream was busy or idle. Returns 0 (nothing held) where the hold cannot be made.
+std::uint64_t hold(cudaStream_t stream);
+/// Lets the kernel of `ticket` (from hold; 0: nothing) finish.
+void release_hold(std::uint64_t ticket);
 
 /// Whether `s` is capturing a graph (or cannot tell): no timing then.
 bool capturing(cudaStream_t s);
@@ -297,26 +315,47 @@ void online_step_with(key_state& ks, cudaStream_t stream, Run&& run, Fallback&& 
     run(ks.arms[arm]);
     return;
   }
-  // On an idle stream the start event completes at once and the kernel follows only after the
-  // host's launch path: a few microseconds that a short kernel would count as its own. Such
-  // calls run untimed, unless the caller keeps the stream idle (synchronizes after every call):
-  // after 2 x arms of them, idle samples are taken anyway.
-  // An error from earlier work is left for the checked calls below to report; "not ready" is
-  // no error, and is never left behind as the last error.
-  const cudaError_t q = cudaStreamQuery(stream);
-  if (q == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) {
-    (void)cudaGetLastError();
+  // Every sample is taken behind a hold (see hold()): on an idle stream the start event would
+  // otherwise complete at once and the kernel follow only after the host's launch path, a few
+  // microseconds that a short kernel counts as its own; on a busy stream the same happens
+  // whenever the device drains the queue before the host has enqueued the call.
+  // An error from earlier work is left for the checked calls below to report.
+  const std::uint64_t ticket = hold(stream);
+  if (ticket == 0) {
+    // No hold possible: calls on an idle stream run untimed, unless the caller keeps the stream
+    // idle (synchronizes after every call): after 2 x arms of them, idle samples are taken.
+    const cudaError_t q = cudaStreamQuery(stream);
+    if (q == cudaErrorNotReady && cudaPeekAtLastError() == cudaErrorNotReady) {
+      (void)cudaGetLastError(); // "not ready" is no error, and is never left as the last error
+    }
+    if (q == cudaSuccess && ks.idle_skips < 2 * static_cast<int>(ks.arms.size())) {
+      ++ks.idle_skips;
+      run(ks.arms[arm]);
+      return;
+    }
   }
-  if (q == cudaSuccess && ks.idle_skips < 2 * static_cast<int>(ks.arms.size())) {
-    ++ks.idle_skips;
-    run(ks.arms[arm]);
-    return;
-  }
-  key_state::sample s{arm, ks.take_event(), ks.take_event()};
-  CUFUSE_CUDA_CHECK(cudaEventRecord(s.start, stream));
+  // However this call ends (a launch may throw), the hold ends and the events go back.
+  struct timed_call {
+    key_state& ks;
+    key_state::sample s;
+    std::uint64_t ticket;
+    bool queued = false;
+    ~timed_call() {
+      for (cudaEvent_t e : {s.start, s.stop}) {
+        if (!queued && e != nullptr) {
+          ks.spare.push_back(e);
+        }
+      }
+      release_hold(ticket);
+    }
+  } call{ks, {arm, nullptr, nullptr}, ticket};
+  call.s.start = ks.take_event();
+  call.s.stop = ks.take_event();
+  CUFUSE_CUDA_CHECK(cudaEventRecord(call.s.start, stream));
   run(ks.arms[arm]);
-  CUFUSE_CUDA_CHECK(cudaEventRecord(s.stop, stream));
-  ks.in_flight.push_back(s);
+  CUFUSE_CUDA_CHECK(cudaEventRecord(call.s.stop, stream));
+  ks.in_flight.push_back(call.s);
+  call.queued = true;
 }
 
 /// Online mode, key not yet committed: time one arm (or run the best so far untimed).
