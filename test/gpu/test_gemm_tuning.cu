@@ -3,6 +3,7 @@
 // 10, a burst of 300 first) with every call right, stays correct while it explores, persists
 // its choice; frozen mode reads the database (exact key, then the nearest shape), survives a
 // corrupt file; several threads and streams at once.
+#include "../../src/tools/hold_stream.cuh"
 #include "../support/gemm_check.hpp"
 
 #include <catch2/catch.hpp>
@@ -54,15 +55,6 @@ struct device_problem {
   }
 };
 
-/// Spins one thread for `ns` nanoseconds of the global timer.
-__global__ void spin(long long ns) {
-  long long t0 = 0, t = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
-}
-
 /// Median time (seconds) of one call of each of `variants`, timed in turns (one group of 4
 /// calls of each variant per turn, `turns` turns): the GPU's clocks change while it is timed
 /// (they ramp up from idle and fall under load; a test once timed the same variant at 12 and at
@@ -85,7 +77,7 @@ std::vector<double> time_in_turns(P& p, const cufuse::gemm_options& base,
   std::vector<std::vector<double>> t(variants.size());
   for (int r = 0; r < turns; ++r) {
     for (std::size_t i = 0; i < variants.size(); ++i) {
-      spin<<<1, 1, 0, s>>>(50000);
+      cufuse_tools::hold_stream<<<1, 1, 0, s>>>(50000);
       CUFUSE_CUDA_CHECK(cudaGetLastError());
       CUFUSE_CUDA_CHECK(cudaEventRecord(e0, s));
       for (int g = 0; g < group; ++g) {
