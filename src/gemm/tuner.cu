@@ -145,11 +145,19 @@ std::uint64_t hold(cudaStream_t stream) {
   if (w.word == nullptr) {
     return 0;
   }
+  // An error that earlier work left is not taken here (the caller's checked calls report it):
+  // no hold then. "Not ready" (a query's answer) is no error, and is not left behind.
+  const cudaError_t before = cudaPeekAtLastError();
+  if (before == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+  } else if (before != cudaSuccess) {
+    return 0;
+  }
   const unsigned long long ticket = ++w.next;
   constexpr long long timeout_ns = 1000000; // 1 ms: far beyond a launch's host path
   wait_for_host<<<1, 1, 0, stream>>>(w.word, ticket, timeout_ns);
   if (cudaGetLastError() != cudaSuccess) {
-    return 0; // not held: the caller times without a hold (an error of earlier work recurs)
+    return 0; // the hold's own launch failed: the caller times without one
   }
   return ticket;
 }
