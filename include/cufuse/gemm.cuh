@@ -286,7 +286,9 @@ void gemm_batched(A&& a, B&& b, C&& c, float alpha = 1.0f, float beta = 0.0f,
 /// Tuning: the mode and the database, and the type-erased API that cufuse-tune and the
 /// benchmarks use (docs/gemm.md). The initial mode comes from CUFUSE_TUNE_MODE (off | online |
 /// frozen; default frozen, which without a database is the heuristic) and the database path from
-/// CUFUSE_TUNE_FILE (default: none, nothing persisted).
+/// CUFUSE_TUNE_FILE (default: none, nothing persisted). Online, each timed call runs behind a
+/// short kernel that holds the stream until the call is enqueued, so a sample is the GPU's work
+/// alone; CUFUSE_TUNE_TRACE=1 prints every sample and the commit on stderr.
 namespace tuning {
 void set_mode(tune_mode mode);
 tune_mode mode();
