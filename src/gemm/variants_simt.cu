@@ -22,22 +22,11 @@ cudaError_t launch_splitk_reduce(const float* workspace, const gemm_args& args, 
   const std::int64_t groups = std::int64_t(args.m) * ((args.n + 3) / 4) * batch;
   const std::int64_t blocks = std::min<std::int64_t>((groups + 255) / 256, std::int64_t(sms) * 16);
   constexpr auto kernel = &splitk_reduce_kernel<linear_combination>;
-  if (detail::sm90_kernel<kernel>() && detail::driver_captures_dependent_launches()) {
-    // Launched while the GEMM's last blocks finish; the kernel waits for their partials.
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-    cfg.blockDim = dim3(256);
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, kernel, workspace, args, batch, linear_combination{});
-  }
-  kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(workspace, args, batch,
-                                                            linear_combination{});
-  return cudaGetLastError();
+  // Launched while the GEMM's last blocks finish where it may; the kernel waits for their
+  // partials.
+  return detail::launch_maybe_dependent<kernel>(dim3(static_cast<unsigned>(blocks)), dim3(256),
+                                                stream, workspace, args, batch,
+                                                linear_combination{});
 }
 
 } // namespace cufuse::gemm_detail

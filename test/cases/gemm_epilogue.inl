@@ -141,14 +141,15 @@ const dims shapes[] = {{129, 65, 127}, {128, 256, 64}, {7, 200, 64}, {65, 72, 11
 /// Y = gelu_tanh(acc + bias) * scale + R (bias [n] and residual R [m, n] of the input type,
 /// scale [m, 1] fp32) with every configuration the epilogue instantiates, every
 /// layout, every shape; Y poisoned with NaN first (the epilogue does not read it).
-template <class T, class TY>
-void every_configuration(cufuse::gemm_math math, const std::string& filter) {
+template <class T, class TY, std::size_t N = std::size(shapes)>
+void every_configuration(cufuse::gemm_math math, const std::string& filter,
+                         const dims (&sizes)[N] = shapes, int layouts = 4) {
   std::mt19937 rng(Catch::rngSeed() + 101);
   cufuse::gemm_options opt;
   opt.math = math;
   int tried = 0, wgmma = 0;
-  for (const dims& d : shapes) {
-    for (int tr = 0; tr < 4; ++tr) {
+  for (const dims& d : sizes) {
+    for (int tr = 0; tr < layouts; ++tr) {
       const bool ta = tr & 2, tb = tr & 1;
       operands<T> ops(d.m, d.n, d.k, ta, tb, data_kind::small_integers, rng);
       cufuse::tensor<T, 1> bias({d.n});
@@ -208,6 +209,15 @@ TEST_CASE("gemm epilogue: bf16 -> bf16, every configuration and layout", "[gemm]
 
 TEST_CASE("gemm epilogue: bf16 inputs, fp32 output (a cast at the store)", "[gemm][epilogue]") {
   every_configuration<__nv_bfloat16, float>(cufuse::gemm_math::fp32, "");
+}
+
+// Several tiles per persistent block, with a short K: the consumers' main loops run ahead of
+// the epilogue (the ping-pong tile's epilogue warps take a block's tiles one after another
+// from one shared tile; a wait that let a tile be put before the one before last was taken
+// overwrote it). 512 tiles of 128 x 128 on 132 SMs: 3 to 4 tiles per block.
+TEST_CASE("gemm epilogue: bf16, several tiles per block, short K", "[gemm][epilogue]") {
+  const dims many[] = {{4096, 2048, 40}, {2049, 4000, 72}};
+  every_configuration<__nv_bfloat16, __nv_bfloat16>(cufuse::gemm_math::fp32, "", many, 2);
 }
 
 TEST_CASE("gemm epilogue: an auxiliary output (tie / pack) from the same accumulators",

@@ -84,6 +84,34 @@ inline bool driver_captures_dependent_launches() {
   return ok;
 }
 
+/// Enqueues Kernel<<<grid, block, 0, stream>>>(args...): as a programmatic dependent launch
+/// (launched while the kernel before it in the stream finishes; Kernel calls pdl_wait before it
+/// reads that kernel's results, core/pdl.cuh) where the device, Kernel's code and the driver
+/// allow, else as an ordinary launch. Returns the launch's error (taken from the runtime).
+/// The split reductions' finish kernels and the GEMM's split-K reduction launch this way.
+template <auto Kernel, class... Args>
+cudaError_t launch_maybe_dependent(dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
+  if (sm90_kernel<Kernel>() && driver_captures_dependent_launches()) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, Kernel, args...);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError(); // the error is returned, not left for the next check
+    }
+    return e;
+  }
+  Kernel<<<grid, block, 0, stream>>>(args...);
+  return cudaGetLastError();
+}
+
 /// Blocks per grid cap for `kernel` on the current device; computed on first use per device.
 template <auto Kernel>
 int cached_max_grid() {

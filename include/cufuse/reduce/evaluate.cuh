@@ -54,26 +54,12 @@ index_t resident_blocks(int block) {
 template <class T, auto Kernel, class... Args>
 void launch_dependent(const char* name, index_t results, unsigned grid, cudaStream_t stream,
                       Args... args) {
-  if (sm90_kernel<Kernel>() && driver_captures_dependent_launches()) {
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(grid);
-    cfg.blockDim = dim3(reduce_block);
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, Kernel, args...);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      throw_cuda(e, name, __FILE__, __LINE__,
-                 "finishing " + std::to_string(results) + " results, grid " + std::to_string(grid) +
-                     "x" + std::to_string(reduce_block));
-    }
-  } else {
-    Kernel<<<grid, reduce_block, 0, stream>>>(args...);
+  const cudaError_t e =
+      launch_maybe_dependent<Kernel>(dim3(grid), dim3(reduce_block), stream, args...);
+  if (e != cudaSuccess) {
+    throw_cuda(e, name, __FILE__, __LINE__,
+               "finishing " + std::to_string(results) + " results, grid " + std::to_string(grid) +
+                   "x" + std::to_string(reduce_block));
   }
   check_launch<T>(name, results, grid, reduce_block, stream);
 }
