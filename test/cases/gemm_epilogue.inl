@@ -211,10 +211,11 @@ TEST_CASE("gemm epilogue: bf16 inputs, fp32 output (a cast at the store)", "[gem
   every_configuration<__nv_bfloat16, float>(cufuse::gemm_math::fp32, "");
 }
 
-// Several tiles per persistent block, with a short K: the consumers' main loops run ahead of
-// the epilogue (the ping-pong tile's epilogue warps take a block's tiles one after another
-// from one shared tile; a wait that let a tile be put before the one before last was taken
-// overwrote it). 512 tiles of 128 x 128 on 132 SMs: 3 to 4 tiles per block.
+// Several tiles per persistent block, with a short K, so that the epilogue is most of a tile's
+// time and each barrier of the persistent kernels (ring slots, the ping-pong turns, the TMA
+// stores' buffers) goes through several phases: 512 tiles of 128 x 128 on 132 SMs are 3 to 4
+// per block. (A ping-pong variant whose tiles shared one epilogue buffer through a single
+// empty barrier passed the small shapes and overwrote tiles here: bench/JOURNAL.md e13.)
 TEST_CASE("gemm epilogue: bf16, several tiles per block, short K", "[gemm][epilogue]") {
   const dims many[] = {{4096, 2048, 40}, {2049, 4000, 72}};
   every_configuration<__nv_bfloat16, __nv_bfloat16>(cufuse::gemm_math::fp32, "", many, 2);
