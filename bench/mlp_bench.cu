@@ -6,9 +6,11 @@
 //   mlp              y = x + W2 gelu_tanh(W1 layer_norm(x) + b1) + b2, bf16
 //
 // For each, cuBLAS's GEMM(s) alone (no epilogue: the floor the fused versions are measured
-// against), cufuse's plain GEMM(s) and cufuse with the epilogue fused. cufuse's times are the
-// best over the variants the call can run (each timed; what cufuse-tune would store), the
-// chosen variant named. Medians of CUDA-event timings; --out writes JSON.
+// against; with the 32 MiB workspace that PyTorch sets on Hopper), cufuse's plain GEMM(s) and
+// cufuse with the epilogue fused. cufuse's variants are the best of those the call can run (what
+// cufuse-tune would store), named in the table. Each row's time: the median of CUDA-event timings,
+// the workload's contenders timed in turn round after round after half a second of untimed rounds
+// (the sustained state, every contender at the same clocks). --out writes JSON.
 #include "timing.cuh"
 
 #include <cublas_gemm.hpp>
@@ -62,20 +64,25 @@ void fill(cufuse::tensor<T, 1>& t, float scale, std::mt19937& rng) {
   t.upload(h);
 }
 
-/// The fastest of `names` for `run(name)` (median of each), and its time. With MLP_ALL set in
-/// the environment, every variant's time is printed too.
+/// The fastest of `names` for `run(name)` and its median time, all of them timed in turn in
+/// every round (bench::timer::interleaved_ms). With MLP_ALL set in the environment, every
+/// variant's time is printed too.
 std::pair<std::string, double> best_of(const std::vector<std::string>& names,
                                        const std::function<void(const std::string&)>& run,
                                        bench::timer& tm) {
   static const bool all = std::getenv("MLP_ALL") != nullptr;
-  std::pair<std::string, double> best{"", std::numeric_limits<double>::infinity()};
+  std::vector<std::function<void()>> fs;
   for (const std::string& v : names) {
-    const double ms = tm.median_ms([&] { run(v); }, 15);
+    fs.push_back([&run, v] { run(v); });
+  }
+  const std::vector<double> ms = tm.interleaved_ms(fs, 15, 0.2);
+  std::pair<std::string, double> best{"", std::numeric_limits<double>::infinity()};
+  for (std::size_t i = 0; i < names.size(); ++i) {
     if (all) {
-      std::printf("    %-52s %9.4f ms\n", v.c_str(), ms);
+      std::printf("    %-52s %9.4f ms\n", names[i].c_str(), ms[i]);
     }
-    if (ms < best.second) {
-      best = {v, ms};
+    if (ms[i] < best.second) {
+      best = {names[i], ms[i]};
     }
   }
   return best;
@@ -101,20 +108,30 @@ void gemm_epilogue(const std::string& workload, const char* dtype, index_t m, in
   opt.math = math;
   const auto wt = cufuse::transpose(w.view());
   const cufuse::gemm_problem p = cufuse::tuning::problem(x, wt, y, 1.0f, 0.0f, opt);
-  report(workload, dtype, "cuBLAS GEMM alone",
-         tm.median_ms([&] { cufuse_tools::cublas_gemm(h, p, cufuse::current_stream()); }));
+  const auto cublas = [&] { cufuse_tools::cublas_gemm(h, p, cufuse::current_stream()); };
   const auto plain = best_of(
       cufuse::gemm_variants(x, wt, y, opt),
       [&](const std::string& v) {
         cufuse::gemm(x, wt, y, 1.0f, 0.0f, cufuse::current_stream(), with_variant(opt, v));
       },
       tm);
-  report(workload, dtype, "cufuse GEMM alone", plain.second, plain.first);
   const auto epi = make_epi(b, r);
   const auto fused = best_of(
       cufuse::tuning::epilogue_variants(x, wt, y, epi, opt),
       [&](const std::string& v) { cufuse::gemm(x, wt, y, epi, with_variant(opt, v)); }, tm);
-  report(workload, dtype, "cufuse GEMM + epilogue", fused.second, fused.first);
+  // The chosen variants and cuBLAS, timed in turn (the rows' times; the sweeps above only chose).
+  // The fused GEMM follows the plain one: a cufuse GEMM kernel that follows a different one of
+  // ours pays ~1.6 us more (bench/JOURNAL.md t11), as in a model, where GEMMs follow other
+  // kernels.
+  const auto op = with_variant(opt, plain.first), of = with_variant(opt, fused.first);
+  const std::vector<double> ms = tm.interleaved_ms({
+      cublas,
+      [&] { cufuse::gemm(x, wt, y, 1.0f, 0.0f, cufuse::current_stream(), op); },
+      [&] { cufuse::gemm(x, wt, y, epi, of); },
+  });
+  report(workload, dtype, "cuBLAS GEMM alone", ms[0]);
+  report(workload, dtype, "cufuse GEMM alone", ms[1], plain.first);
+  report(workload, dtype, "cufuse GEMM + epilogue", ms[2], fused.first);
 }
 
 void mlp(index_t tokens, index_t d, index_t hid, cublasHandle_t h, bench::timer& tm,
@@ -139,32 +156,18 @@ void mlp(index_t tokens, index_t d, index_t hid, cublasHandle_t h, bench::timer&
   xn = cufuse::layer_norm(x, g, beta, 1e-5f);
   const cufuse::gemm_problem p1 = cufuse::tuning::problem(xn, w1t, hh);
   const cufuse::gemm_problem p2 = cufuse::tuning::problem(hh, w2t, y);
-  report(workload, "bf16", "cuBLAS GEMMs alone", tm.median_ms([&] {
-    cufuse_tools::cublas_gemm(h, p1, cufuse::current_stream());
-    cufuse_tools::cublas_gemm(h, p2, cufuse::current_stream());
-  }));
-  {
-    const auto plain1 = best_of(
-        cufuse::gemm_variants(xn, w1t, hh),
-        [&](const std::string& v) {
-          cufuse::gemm(xn, w1t, hh, 1.0f, 0.0f, cufuse::current_stream(), with_variant({}, v));
-        },
-        tm);
-    const auto plain2 = best_of(
-        cufuse::gemm_variants(hh, w2t, y),
-        [&](const std::string& v) {
-          cufuse::gemm(hh, w2t, y, 1.0f, 0.0f, cufuse::current_stream(), with_variant({}, v));
-        },
-        tm);
-    const auto o1 = with_variant({}, plain1.first), o2 = with_variant({}, plain2.first);
-    report(workload, "bf16", "cufuse GEMMs alone", tm.median_ms([&] {
-      cufuse::gemm(xn, w1t, hh, 1.0f, 0.0f, cufuse::current_stream(), o1);
-      cufuse::gemm(hh, w2t, y, 1.0f, 0.0f, cufuse::current_stream(), o2);
-    }),
-           plain1.first + " + " + plain2.first);
-  }
-  report(workload, "bf16", "cufuse layer_norm alone",
-         tm.median_ms([&] { xn = cufuse::layer_norm(x, g, beta, 1e-5f); }));
+  const auto plain1 = best_of(
+      cufuse::gemm_variants(xn, w1t, hh),
+      [&](const std::string& v) {
+        cufuse::gemm(xn, w1t, hh, 1.0f, 0.0f, cufuse::current_stream(), with_variant({}, v));
+      },
+      tm);
+  const auto plain2 = best_of(
+      cufuse::gemm_variants(hh, w2t, y),
+      [&](const std::string& v) {
+        cufuse::gemm(hh, w2t, y, 1.0f, 0.0f, cufuse::current_stream(), with_variant({}, v));
+      },
+      tm);
   const auto e1 = cufuse::gelu_tanh(cufuse::acc + b1);
   const auto e2 = cufuse::acc + b2 + x;
   const auto v1 = best_of(
@@ -173,17 +176,34 @@ void mlp(index_t tokens, index_t d, index_t hid, cublasHandle_t h, bench::timer&
   const auto v2 = best_of(
       cufuse::tuning::epilogue_variants(hh, w2t, y, e2),
       [&](const std::string& v) { cufuse::gemm(hh, w2t, y, e2, with_variant({}, v)); }, tm);
+  const auto p1o = with_variant({}, plain1.first), p2o = with_variant({}, plain2.first);
   const auto o1 = with_variant({}, v1.first), o2 = with_variant({}, v2.first);
-  report(workload, "bf16", "cufuse 2 fused GEMMs", tm.median_ms([&] {
-    cufuse::gemm(xn, w1t, hh, e1, o1);
-    cufuse::gemm(hh, w2t, y, e2, o2);
-  }),
-         v1.first + " + " + v2.first);
-  report(workload, "bf16", "cufuse block (LN + 2 GEMMs)", tm.median_ms([&] {
-    xn = cufuse::layer_norm(x, g, beta, 1e-5f);
-    cufuse::gemm(xn, w1t, hh, e1, o1);
-    cufuse::gemm(hh, w2t, y, e2, o2);
-  }));
+  // Every contender timed in turn, round after round (the sweeps above only chose variants).
+  const std::vector<double> ms = tm.interleaved_ms({
+      [&] {
+        cufuse_tools::cublas_gemm(h, p1, cufuse::current_stream());
+        cufuse_tools::cublas_gemm(h, p2, cufuse::current_stream());
+      },
+      [&] {
+        cufuse::gemm(xn, w1t, hh, 1.0f, 0.0f, cufuse::current_stream(), p1o);
+        cufuse::gemm(hh, w2t, y, 1.0f, 0.0f, cufuse::current_stream(), p2o);
+      },
+      [&] {
+        cufuse::gemm(xn, w1t, hh, e1, o1);
+        cufuse::gemm(hh, w2t, y, e2, o2);
+      },
+      [&] { xn = cufuse::layer_norm(x, g, beta, 1e-5f); },
+      [&] {
+        xn = cufuse::layer_norm(x, g, beta, 1e-5f);
+        cufuse::gemm(xn, w1t, hh, e1, o1);
+        cufuse::gemm(hh, w2t, y, e2, o2);
+      },
+  });
+  report(workload, "bf16", "cuBLAS GEMMs alone", ms[0]);
+  report(workload, "bf16", "cufuse GEMMs alone", ms[1], plain1.first + " + " + plain2.first);
+  report(workload, "bf16", "cufuse layer_norm alone", ms[3]);
+  report(workload, "bf16", "cufuse 2 fused GEMMs", ms[2], v1.first + " + " + v2.first);
+  report(workload, "bf16", "cufuse block (LN + 2 GEMMs)", ms[4]);
 }
 
 } // namespace
@@ -205,6 +225,12 @@ int main(int argc, char** argv) {
   std::printf("device: %s\n", prop.name);
   cublasHandle_t h;
   cufuse_tools::check_cublas(cublasCreate(&h), "cublasCreate");
+  constexpr std::size_t workspace_bytes = 32u << 20;
+  void* workspace = nullptr;
+  BENCH_CHECK(cudaMalloc(&workspace, workspace_bytes));
+  cufuse_tools::check_cublas(cublasSetWorkspace(h, workspace, workspace_bytes),
+                             "cublasSetWorkspace");
+
   bench::timer tm;
   std::mt19937 rng(1);
   gemm_epilogue<bf16>(
@@ -225,6 +251,7 @@ int main(int argc, char** argv) {
     mlp(16384, 4096, 16384, h, tm, rng);
   }
   cublasDestroy(h);
+  BENCH_CHECK(cudaFree(workspace));
   if (out != nullptr) {
     FILE* f = std::fopen(out, "w");
     std::fprintf(f, "{\"device\": \"%s\", \"rows\": [\n", prop.name);

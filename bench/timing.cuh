@@ -53,6 +53,43 @@ struct timer {
     return median(f, reps, 200'000);
   }
 
+  /// Medians (ms) of each of `fs`, timed in turn: every round times each once, after the same
+  /// hold as median_ms, so that all of them see the same device state. A device under its power
+  /// limit lowers its clocks as it heats: timed one after the other, the first contender of a
+  /// long GEMM ran at cooler, faster clocks than the ones timed after a sweep (bench/JOURNAL.md
+  /// e14). Rounds of all of them run untimed for `warm_s` seconds first, so that the medians are
+  /// the sustained state's.
+  std::vector<double> interleaved_ms(const std::vector<std::function<void()>>& fs, int reps = 31,
+                                     double warm_s = 0.5) {
+    const auto t0 = std::chrono::steady_clock::now();
+    do {
+      for (const auto& f : fs) {
+        f();
+      }
+      BENCH_CHECK(cudaDeviceSynchronize());
+    } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < warm_s);
+    std::vector<std::vector<double>> ms(fs.size());
+    for (int r = 0; r < reps; ++r) {
+      for (std::size_t i = 0; i < fs.size(); ++i) {
+        hold_stream<<<1, 1>>>(200'000);
+        BENCH_CHECK(cudaGetLastError());
+        BENCH_CHECK(cudaEventRecord(start));
+        fs[i]();
+        BENCH_CHECK(cudaEventRecord(stop));
+        BENCH_CHECK(cudaEventSynchronize(stop));
+        float t = 0;
+        BENCH_CHECK(cudaEventElapsedTime(&t, start, stop));
+        ms[i].push_back(t);
+      }
+    }
+    std::vector<double> med;
+    for (auto& v : ms) {
+      std::sort(v.begin(), v.end());
+      med.push_back(v[v.size() / 2]);
+    }
+    return med;
+  }
+
 private:
   double median(const std::function<void()>& f, int reps, long long hold_ns) {
     std::vector<double> ms;
