@@ -37,6 +37,18 @@ def hold():
     torch.cuda._sleep(HOLD_CYCLES)
 
 
+def held_call_ms(fn):
+    """Milliseconds of one call of fn: CUDA events around it, recorded behind hold() (the
+    device's time alone)."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    hold()
+    start.record()
+    fn()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop)
+
+
 def median_ms(fn, args, reps, held=True):
     """Median ms of one call over `reps` calls after warm-up, CUDA events around each call; held:
     recorded behind hold() (device time), else on an idle device (the launch counted too)."""

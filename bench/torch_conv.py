@@ -9,7 +9,7 @@ import json
 import torch
 import torch.nn.functional as F
 
-from torch_bench import hold  # device time alone, as bench/timing.cuh
+from torch_bench import held_call_ms  # device time alone, as bench/timing.cuh
 
 
 def median_ms(fn, reps=30, rounds=3):
@@ -20,17 +20,7 @@ def median_ms(fn, reps=30, rounds=3):
     torch.cuda.synchronize()
     best = None
     for _ in range(rounds):
-        times = []
-        for _ in range(reps):
-            a = torch.cuda.Event(enable_timing=True)
-            b = torch.cuda.Event(enable_timing=True)
-            hold()
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-        times.sort()
+        times = sorted(held_call_ms(fn) for _ in range(reps))
         m = times[len(times) // 2]
         best = m if best is None else min(best, m)
     return best

@@ -10,7 +10,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from torch_bench import hold  # device time alone, as bench/timing.cuh
+from torch_bench import held_call_ms  # device time alone, as bench/timing.cuh
 
 
 def interleaved_ms(fns, reps=31, warm_s=0.5):
@@ -27,14 +27,7 @@ def interleaved_ms(fns, reps=31, warm_s=0.5):
     times = [[] for _ in fns]
     for _ in range(reps):
         for i, fn in enumerate(fns):
-            a = torch.cuda.Event(enable_timing=True)
-            b = torch.cuda.Event(enable_timing=True)
-            hold()
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times[i].append(a.elapsed_time(b))
+            times[i].append(held_call_ms(fn))
     return [sorted(t)[len(t) // 2] for t in times]
 
 
