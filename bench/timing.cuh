@@ -71,15 +71,7 @@ struct timer {
     std::vector<std::vector<double>> ms(fs.size());
     for (int r = 0; r < reps; ++r) {
       for (std::size_t i = 0; i < fs.size(); ++i) {
-        hold_stream<<<1, 1>>>(200'000);
-        BENCH_CHECK(cudaGetLastError());
-        BENCH_CHECK(cudaEventRecord(start));
-        fs[i]();
-        BENCH_CHECK(cudaEventRecord(stop));
-        BENCH_CHECK(cudaEventSynchronize(stop));
-        float t = 0;
-        BENCH_CHECK(cudaEventElapsedTime(&t, start, stop));
-        ms[i].push_back(t);
+        ms[i].push_back(call_ms(fs[i], 200'000));
       }
     }
     std::vector<double> med;
@@ -91,20 +83,25 @@ struct timer {
   }
 
 private:
+  /// Milliseconds of one call of f between two events, behind a spin of hold_ns if > 0.
+  double call_ms(const std::function<void()>& f, long long hold_ns) {
+    if (hold_ns > 0) {
+      hold_stream<<<1, 1>>>(hold_ns);
+      BENCH_CHECK(cudaGetLastError());
+    }
+    BENCH_CHECK(cudaEventRecord(start));
+    f();
+    BENCH_CHECK(cudaEventRecord(stop));
+    BENCH_CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    BENCH_CHECK(cudaEventElapsedTime(&t, start, stop));
+    return t;
+  }
+
   double median(const std::function<void()>& f, int reps, long long hold_ns) {
     std::vector<double> ms;
     for (int r = 0; r < reps; ++r) {
-      if (hold_ns > 0) {
-        hold_stream<<<1, 1>>>(hold_ns);
-        BENCH_CHECK(cudaGetLastError());
-      }
-      BENCH_CHECK(cudaEventRecord(start));
-      f();
-      BENCH_CHECK(cudaEventRecord(stop));
-      BENCH_CHECK(cudaEventSynchronize(stop));
-      float t = 0;
-      BENCH_CHECK(cudaEventElapsedTime(&t, start, stop));
-      ms.push_back(t);
+      ms.push_back(call_ms(f, hold_ns));
     }
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
