@@ -211,6 +211,63 @@ TEST_CASE("gemm epilogue: bf16 inputs, fp32 output (a cast at the store)", "[gem
   every_configuration<__nv_bfloat16, float>(cufuse::gemm_math::fp32, "");
 }
 
+/// Y = gelu_tanh(acc + bias) * scale + R as in every_configuration, for a bias given as the view
+/// `bias` (host values `hbias`, n of them, or one that broadcasts), every variant, layout NN.
+template <class BV>
+void bias_view_case(const std::string& what, BV bias, const std::vector<float>& hbias, index_t m,
+                    index_t n, index_t k, std::mt19937& rng) {
+  operands<__nv_bfloat16> ops(m, n, k, false, false, data_kind::small_integers, rng);
+  cufuse::tensor<float, 2> scale({m, 1});
+  cufuse::tensor<__nv_bfloat16, 2> res({m, n}), y({m, n});
+  const auto hscale = fill_random(scale, data_kind::reals, rng);
+  const auto hres = fill_random(res, data_kind::reals, rng);
+  const auto acc = product(ops.ha, ops.hb, m, n, k, false, false);
+  std::vector<double> want(acc.size());
+  for (index_t i = 0; i < m; ++i) {
+    for (index_t j = 0; j < n; ++j) {
+      const std::size_t e = std::size_t(i * n + j);
+      want[e] = gelu_tanh_ref(acc[e] + hbias[hbias.size() == 1 ? 0 : std::size_t(j)]) * hscale[i] +
+                hres[e];
+    }
+  }
+  const auto epi = cufuse::gelu_tanh(cufuse::acc + bias) * scale + res;
+  const auto names = cufuse::tuning::epilogue_variants(ops.a, ops.b, y, epi);
+  REQUIRE(!names.empty());
+  for (const std::string& v : names) {
+    INFO(what << ", variant " << v);
+    poison_nan(y);
+    cufuse::gemm_options o;
+    o.variant = v;
+    cufuse::gemm(ops.a, ops.b, y, epi, o);
+    check_close<__nv_bfloat16>(host_of(y), want, what + " " + v);
+  }
+}
+
+// The wgmma stores read a bias ([n]: the same at every row) once per tile, while the tile's
+// last MMAs run, one word per pair of columns where it is contiguous and aligned, else element by
+// element (bench/JOURNAL.md e15). 300 x 520 has interior tiles (which read it so) and edge
+// tiles (which read it pair by pair) in every configuration.
+TEST_CASE("gemm epilogue: a bias that is contiguous, unaligned, strided or one element",
+          "[gemm][epilogue]") {
+  std::mt19937 rng(Catch::rngSeed() + 29);
+  const index_t m = 300, n = 520, k = 72;
+  cufuse::tensor<__nv_bfloat16, 1> whole({n}), longer({2 * n + 1}), one({1});
+  const auto hwhole = fill_random(whole, data_kind::reals, rng);
+  const auto hlonger = fill_random(longer, data_kind::reals, rng);
+  const auto hone = fill_random(one, data_kind::reals, rng);
+  bias_view_case("contiguous", whole.view(), hwhole, m, n, k, rng);
+  // From the second element: a 2-byte offset, so no pair of columns is a 4-byte word.
+  const std::vector<float> hoff(hlonger.begin() + 1, hlonger.begin() + 1 + n);
+  bias_view_case("unaligned", cufuse::slice(longer, cufuse::range(1, n + 1)), hoff, m, n, k, rng);
+  std::vector<float> hstep(std::size_t(n), 0.0f);
+  for (index_t j = 0; j < n; ++j) {
+    hstep[std::size_t(j)] = hlonger[std::size_t(2 * j)];
+  }
+  bias_view_case("every other element", cufuse::slice(longer, cufuse::range(0, 2 * n, 2)), hstep, m,
+                 n, k, rng);
+  bias_view_case("one element, broadcast", one.view(), hone, m, n, k, rng);
+}
+
 // Several tiles per persistent block, with a short K, so that the epilogue is most of a tile's
 // time and each barrier of the persistent kernels (ring slots, the ping-pong turns, the TMA
 // stores' buffers) goes through several phases: 512 tiles of 128 x 128 on 132 SMs are 3 to 4

@@ -165,6 +165,100 @@ struct epi_leaf {
   }
 };
 
+/// A row-invariant operand (epi_leaf with RowInvariant: a rank-1 operand, [n]) read once per
+/// tile: its pairs at a thread's columns col0 + 8 j (j < NP, the columns of a wgmma fragment,
+/// whatever its row) are loaded while the tile's last MMAs run (cols_of, by
+/// wgmma_tma_store::preload) and kept in registers as one word per pair; the store's pair at dc
+/// takes word dc / 8, a constant once the store is unrolled. Read per group of pairs instead, a
+/// bias cost a generic load per two outputs, its 64-bit address and descriptor moves (about 1.5
+/// of the 13 instructions per output of bias + GELU) and waited on the L2 in each group
+/// (bench/JOURNAL.md e9, e15).
+template <class T, class Promo, int NP>
+struct epi_cols {
+  using value_type = std::remove_const_t<T>;
+  using promo_type = Promo;
+  using space = any_space;
+  using compute_type = opmath_t<value_type>;
+  using regs = lane_regs<value_type, 2>;
+  using word_t = typename regs::word_t;
+  static_assert(regs::words == 1 && sizeof(regs) == sizeof(word_t),
+                "cufuse: internal: a pair of an operand is one word");
+  static constexpr int rank = 0;
+  static constexpr bool is_cufuse_node = true;
+  static constexpr int min_element_size = int(sizeof(value_type));
+  static constexpr int leaf_count = 1;
+  static constexpr bool staged = false;
+  static constexpr bool row_invariant = true;
+  /// 32-bit registers the pairs take.
+  static constexpr int registers = NP * int((sizeof(word_t) + 3) / 4);
+
+  word_t w[NP];
+
+  template <int V, class Ctx>
+  CUFUSE_INLINE regs fetch_in(const Ctx& p) const {
+    static_assert(V == 2, "cufuse: internal: epilogues are evaluated in pairs of columns");
+    regs r;
+    __builtin_memcpy(&r, &w[p.dc >> 3], sizeof(r));
+    return r;
+  }
+};
+
+/// The registers epi_cols of NP pairs takes for each row-invariant leaf of `N` (bound).
+template <int NP, class N>
+inline constexpr int cols_registers_v = 0;
+template <int NP, class T, class P>
+inline constexpr int cols_registers_v<NP, epi_leaf<T, P, false, true>> =
+    epi_cols<T, P, NP>::registers;
+template <int NP, class Op, class... Args>
+inline constexpr int cols_registers_v<NP, map_node<Op, Args...>> =
+    (cols_registers_v<NP, Args> + ...);
+
+/// `n` (bound, moved to a thread's first position in a tile) with each row-invariant leaf read
+/// into an epi_cols of NP pairs; `on` false (a tile at C's edge, which the stores read
+/// otherwise): nothing is read. One word per pair where the operand is contiguous and aligned,
+/// else two element loads (a branch per tile, not per pair).
+template <int NP, class N>
+CUFUSE_INLINE auto cols_of(const N& n, bool on) {
+  if constexpr (map_arity<N>::value > 0) {
+    return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      using R = map_node<typename N::op_type, decltype(cols_of<NP>(get<Is>(n.args), on))...>;
+      return R{n.op, make_pack(cols_of<NP>(get<Is>(n.args), on)...)};
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  } else if constexpr (requires { N::row_invariant; }) {
+    if constexpr (N::row_invariant && !N::staged) {
+      using C =
+          epi_cols<typename std::remove_pointer_t<decltype(n.ptr)>, typename N::promo_type, NP>;
+      using word_t = typename C::word_t;
+      C c;
+      if (!on) {
+        CUFUSE_UNROLL
+        for (int j = 0; j < NP; ++j) {
+          c.w[j] = word_t{};
+        }
+      } else if (n.lc == 1 && reinterpret_cast<std::uintptr_t>(n.ptr) % sizeof(word_t) == 0) {
+        const auto* at = reinterpret_cast<const word_t*>(n.ptr);
+        CUFUSE_UNROLL
+        for (int j = 0; j < NP; ++j) {
+          c.w[j] = at[4 * j]; // 8 columns on
+        }
+      } else {
+        CUFUSE_UNROLL
+        for (int j = 0; j < NP; ++j) {
+          typename C::regs r;
+          r.v[0] = n.ptr[8 * j * n.lc];
+          r.v[1] = n.ptr[(8 * j + 1) * n.lc];
+          __builtin_memcpy(&c.w[j], &r, sizeof(r));
+        }
+      }
+      return c;
+    } else {
+      return n;
+    }
+  } else {
+    return n;
+  }
+}
+
 /// The leaf of `N` (tree order, from 0) that an epilogue of output type TY and rank R stages:
 /// the last of element type TY and rank 2 to R (it may then be laid out as C), else -1. The
 /// last, since a residual is usually added last (`relu(acc * col + shift) + R`, where a column
@@ -407,6 +501,18 @@ struct expression_epilogue<E, pack<Xs...>, pack<epi_output<Us>...>, C> {
     r.e = moved_of(e, row, col);
     return r;
   }
+  /// at_origin with the row-invariant operands' pairs at the thread's NP fragment columns read
+  /// into registers (cols_of; `on` false: a tile the stores read otherwise). Nonzero registers
+  /// (cols_registers) of at most 32: the wgmma stores take them, read while the tile's last
+  /// MMAs run (wgmma_tma_store::preload).
+  template <int NP>
+  static constexpr int cols_registers = cols_registers_v<NP, E>;
+  template <int NP>
+  CUFUSE_DEVICE_FN auto at_origin_cols(std::int64_t row, std::int64_t col, bool on) const {
+    using E2 = decltype(cols_of<NP>(e, on));
+    return expression_epilogue<E2, pack<Xs...>, pack<epi_output<Us>...>, C>{
+        cols_of<NP>(moved_of(e, row, col), on), extras, outs};
+  }
   CUFUSE_DEVICE_FN fetched_pair fetch_local(float a0, float a1, int dr, int dc, bool ok0,
                                             bool ok1) const {
     return e.template fetch_in<2>(epi_loc2{a0, a1, dr, dc, ok0, ok1});
@@ -419,7 +525,8 @@ struct expression_epilogue<E, pack<Xs...>, pack<epi_output<Us>...>, C> {
   /// Whether fetch_local may read this epilogue's operands (local_ok_of); if not, the host runs
   /// the direct stores.
   bool local_strides() const { return local_ok_of(e); }
-  CUFUSE_DEVICE_FN static void value_pair(const fetched_pair& f, float& v0, float& v1) {
+  template <class F>
+  CUFUSE_DEVICE_FN static void value_pair(const F& f, float& v0, float& v1) {
     v0 = convert<float>(f.at(0));
     v1 = convert<float>(f.at(1));
   }

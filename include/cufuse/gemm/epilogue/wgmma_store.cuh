@@ -33,6 +33,14 @@
 #define CUFUSE_EPI_GROUPS 2
 #endif
 
+/// The same for the stores of an epilogue whose row-invariant operands are read ahead
+/// (wgmma_tma_store::preloads): 4, since the operands held for the tile leave fewer
+/// registers to the pipeline (ptxas, bias + GELU on the ping-pong tile: 148 bytes of spills
+/// with 2 groups, none with 4; bias + ReLU + residual: 276 with 2, 80 with 4).
+#ifndef CUFUSE_EPI_GROUPS_PRELOADED
+#define CUFUSE_EPI_GROUPS_PRELOADED 4
+#endif
+
 /// An epilogue with a staged operand (a residual read from the epilogue's buffers, see
 /// store_tile_ahead) compiles its staged store for interior tiles (no bounds tests) and for edge
 /// tiles, and an unstaged store for calls whose operand is laid out otherwise than C: three forms
@@ -129,6 +137,43 @@ struct wgmma_tma_store {
         cw_cols(SwapC ? 32 : 128 / (args.out_type == int(dtype::f32) ? 4 : 2)),
         chunks(MA * (BN / cw_cols)) {}
 
+  /// What preload returns where nothing is read ahead.
+  struct no_preload {};
+  /// A thread's fragment columns per row: col0 + 8 j, j < frag_pairs (not SwapC).
+  static constexpr int frag_pairs = BN / 8;
+  /// Whether an expression epilogue's row-invariant operands (a bias) are read into at most 32
+  /// registers per thread (epi_cols) while a tile's last MMAs run, for the interior tiles'
+  /// stores (bench/JOURNAL.md e15).
+  static constexpr bool preloads = [] {
+    if constexpr (SwapC) {
+      return false;
+    } else if constexpr (requires { Epi::template cols_registers<frag_pairs>; }) {
+      constexpr int r = Epi::template cols_registers<frag_pairs>;
+      return r > 0 && r <= 32;
+    } else {
+      return false;
+    }
+  }();
+
+  /// Every position of the tile at `w` lies inside C.
+  CUFUSE_DEVICE_FN bool interior(const block_work& w) const {
+    return SwapC ? w.n0 + BN <= c_rows && w.m0 + Cfg::BM <= c_cols
+                 : w.m0 + Cfg::BM <= c_rows && w.n0 + BN <= c_cols;
+  }
+
+  /// Once a tile's MMAs are issued, before they complete (`eb`: the epilogue of the tile's
+  /// batch): the epilogue moved to the thread's first position with its row-invariant operands
+  /// read (preloads; an edge tile or a call without the TMA store reads nothing), for store.
+  /// Else no_preload.
+  CUFUSE_DEVICE_FN auto preload(const block_work& w, const Epi& eb) const {
+    if constexpr (preloads) {
+      return eb.template at_origin_cols<frag_pairs>(w.m0 + th.atom_row(0) + th.row_a(),
+                                                    w.n0 + 2 * th.q, p.epi_tma && interior(w));
+    } else {
+      return no_preload{};
+    }
+  }
+
   /// Before a tile's main loop: an epilogue that reads C loads the tile's first chunks of C.
   CUFUSE_DEVICE_FN void prefetch_c(const block_work& w, int bc) const {
     if (read_c && leader) {
@@ -139,21 +184,23 @@ struct wgmma_tma_store {
     }
   }
 
-  /// The tile's accumulators to C, chunk by chunk (`eb`: the epilogue of the tile's batch).
+  /// The tile's accumulators to C, chunk by chunk (`eb`: the epilogue of the tile's batch;
+  /// `pre`: what preload returned for the tile).
+  template <class Pre = no_preload>
   CUFUSE_DEVICE_FN void store(const float (&acc)[MA][BN / 2], const block_work& w, int bc,
-                              const Epi& eb) {
+                              const Epi& eb, const Pre& pre = {}) {
     using Out = epi_out_t<Epi>;
     auto by_type = [&](auto with_c) {
       if constexpr (std::is_same_v<Out, float>) {
-        store_tile<4>(with_c, acc, w, bc, eb);
+        store_tile<4>(with_c, acc, w, bc, eb, pre);
       } else if constexpr (!std::is_void_v<Out>) {
         if constexpr (!SwapC) {
-          store_tile<2>(with_c, acc, w, bc, eb);
+          store_tile<2>(with_c, acc, w, bc, eb, pre);
         }
       } else if (p.out_type == int(dtype::f32)) {
-        store_tile<4>(with_c, acc, w, bc, eb);
+        store_tile<4>(with_c, acc, w, bc, eb, pre);
       } else if constexpr (!SwapC) {
-        store_tile<2>(with_c, acc, w, bc, eb);
+        store_tile<2>(with_c, acc, w, bc, eb, pre);
       }
     };
     if constexpr (tma_store_only<Epi>) {
@@ -250,7 +297,7 @@ private:
   }
 
   /// One pair of a chunk (store_tile_ahead): accumulators a0, a1 for C's (row, col), (row,
-  /// col + 1), at offset `addr` in the chunk's buffer.
+  /// col + 1), at shared address `addr` (in the chunk's buffer).
   struct pair_at {
     float a0, a1;
     unsigned addr;
@@ -321,19 +368,36 @@ private:
   /// its pairs there (at the addresses it then overwrites) once the chunk has landed. With two
   /// buffers the next chunk's first group is still fetched ahead (its chunk loaded while this
   /// one was computed); with one, each chunk's first group waits for its own.
-  template <int OS, int Ahead, bool Edge, bool Staged = false>
+  ///
+  /// Pre: an interior tile's epilogue at the thread's first position with its row-invariant
+  /// operands already in registers (preload), or no_preload.
+  template <int OS, int Ahead, bool Edge, bool Staged = false, class Pre = no_preload>
   CUFUSE_DEVICE_FN void store_tile_ahead(const float (&acc)[MA][BN / 2], const block_work& w,
-                                         int bc, const Epi& eb) {
+                                         int bc, const Epi& eb, const Pre& pre = {}) {
     constexpr int CW = SwapC ? 32 : 128 / OS; // C columns (SwapC: C rows) of a chunk
     constexpr int CPA = BN / CW;              // chunks per 64-row atom
     constexpr int NPC = SwapC ? 8 : CW / 4;   // a thread's pairs in a chunk
     constexpr int NC = MA * CPA;
     static_assert(!SwapC || OS == 4, "cufuse: the transposed (TF32) tile stores fp32");
-    using F = typename Epi::fetched_pair;
+    static_assert(std::is_same_v<Pre, no_preload> || !Edge,
+                  "cufuse: internal: only interior tiles read their operands ahead");
+    // A pair's address in the chunk's buffer: every tile has NC chunks, so chunk c's buffer is
+    // c % EB (with n % EB == 0 at the tile's start), an offset known at compile time. A 16-byte
+    // unit's swizzle, ((u ^ (row % 8)) << 4), is the thread's row address (the buffer is
+    // 1024-byte aligned) XOR (u << 4) for the unit's compile-time part of u: one LOP3 per
+    // address, the other buffer an immediate offset (bench/JOURNAL.md e15).
+    static_assert(NC % EB == 0, "cufuse: internal: a tile's chunks fill whole buffer rounds");
+    const unsigned uq = OS == 2 || SwapC ? 0u : unsigned(th.q >> 1);
+    const unsigned within = OS == 2 ? 4u * unsigned(th.q) : unsigned(th.q & 1) * 8u;
+    const unsigned s_a =
+        base + unsigned(th.row_a()) * 128u + within + ((unsigned(th.row_a() & 7) ^ uq) << 4);
+    const unsigned s_b =
+        base + unsigned(th.row_b()) * 128u + within + ((unsigned(th.row_b() & 7) ^ uq) << 4);
     const auto pairs = [&](int c) {
       chunk_pairs<NPC> r;
       const int ma = c / CPA, ch = c % CPA;
       const int r0 = th.atom_row(ma);
+      const unsigned slot = unsigned((c % EB) * Cfg::epi_buf_bytes);
       if constexpr (SwapC) {
         const int box = th.rs_row >> 5, rr = th.rs_row & 31;
         const auto off = [&](int cr) {
@@ -345,8 +409,9 @@ private:
           const std::int64_t row = w.n0 + ch * 32 + cc, col = w.m0 + r0 + th.rs_row;
           const float* a = acc[ma] + j * 4;
           const int dr = ch * 32 + jj * 8, dc = 64 * ma; // from (w.n0 + 2 q, w.m0 + rs_row ..)
-          r.p[2 * jj] = pair_at{a[0], a[2], off(cc), row, col, dr, dc};
-          r.p[2 * jj + 1] = pair_at{a[1], a[3], off(cc + 1), row + 1, col, dr + 1, dc};
+          r.p[2 * jj] = pair_at{a[0], a[2], base + slot + off(cc), row, col, dr, dc};
+          r.p[2 * jj + 1] =
+              pair_at{a[1], a[3], base + slot + off(cc + 1), row + 1, col, dr + 1, dc};
         }
       } else {
         const int ra = th.row_a(), rb = th.row_b();
@@ -356,18 +421,27 @@ private:
           const std::int64_t row_a = w.m0 + r0 + ra, row_b = w.m0 + r0 + rb;
           const std::int64_t col = w.n0 + j * 8 + 2 * th.q;
           const float* a = acc[ma] + j * 4;
-          const int u = OS == 2 ? jj : 2 * jj + (th.q >> 1);
-          const int within = OS == 2 ? 4 * th.q : (th.q & 1) * 8;
           // From the thread's first position (w.m0 + atom_row(0) + ra, w.n0 + 2 q).
           const int dr = 64 * ma, dc = j * 8, dr_b = dr + (th.row_b() - th.row_a());
-          const unsigned at_a = unsigned(ra * 128 + ((u ^ (ra & 7)) << 4) + within);
-          const unsigned at_b = unsigned(rb * 128 + ((u ^ (rb & 7)) << 4) + within);
-          r.p[2 * jj] = pair_at{a[0], a[1], at_a, row_a, col, dr, dc};
-          r.p[2 * jj + 1] = pair_at{a[2], a[3], at_b, row_b, col, dr_b, dc};
+          const unsigned uc = unsigned(OS == 2 ? jj : 2 * jj) << 4;
+          r.p[2 * jj] = pair_at{a[0], a[1], (s_a ^ uc) + slot, row_a, col, dr, dc};
+          r.p[2 * jj + 1] = pair_at{a[2], a[3], (s_b ^ uc) + slot, row_b, col, dr_b, dc};
         }
       }
       return r;
     };
+    // TMA clips what lies outside C, but the epilogue must not read there: loads predicated on
+    // the position (not clamped positions, which cost a compare and select per pair and broke
+    // the affine addresses).
+    const auto et = [&] {
+      if constexpr (!std::is_same_v<Pre, no_preload>) {
+        return pre;
+      } else {
+        return SwapC ? eb.at_origin(w.n0 + 2 * th.q, w.m0 + th.atom_row(0) + th.rs_row)
+                     : eb.at_origin(w.m0 + th.atom_row(0) + th.row_a(), w.n0 + 2 * th.q);
+      }
+    }();
+    using F = decltype(et.fetch_local(0.0f, 0.0f, 0, 0, true, true));
     // The pipeline runs over groups of G pairs (GPC per chunk): holding a whole chunk's
     // operands ahead spilled 424-1976 bytes at 168 registers (two operands, 128 accumulators).
     constexpr int GPC = Ahead, G = NPC / GPC, NG = NC * GPC;
@@ -375,13 +449,8 @@ private:
     struct fetched_group {
       F f[G];
     };
-    // TMA clips what lies outside C, but the epilogue must not read there: loads predicated on
-    // the position (not clamped positions, which cost a compare and select per pair and broke
-    // the affine addresses).
-    const Epi et = SwapC ? eb.at_origin(w.n0 + 2 * th.q, w.m0 + th.atom_row(0) + th.rs_row)
-                         : eb.at_origin(w.m0 + th.atom_row(0) + th.row_a(), w.n0 + 2 * th.q);
-    // sbuf: the buffer of group g's chunk (Staged).
-    const auto fetch = [&](int g, unsigned sbuf) {
+    // (Staged: the operand's pair is at the pair's own address, in the chunk's buffer.)
+    const auto fetch = [&](int g) {
       const chunk_pairs<NPC> cp = pairs(g / GPC);
       fetched_group f;
       CUFUSE_UNROLL
@@ -394,7 +463,7 @@ private:
           ok1 = in_row && q.col + 1 < c_cols;
         }
         if constexpr (Staged) {
-          f.f[i] = et.fetch_local(q.a0, q.a1, q.dr, q.dc, ok0, ok1, sbuf + q.addr);
+          f.f[i] = et.fetch_local(q.a0, q.a1, q.dr, q.dc, ok0, ok1, q.addr);
         } else {
           f.f[i] = et.fetch_local(q.a0, q.a1, q.dr, q.dc, ok0, ok1);
         }
@@ -403,7 +472,7 @@ private:
     };
     fetched_group next;
     if constexpr (!Staged) {
-      next = fetch(0, 0u);
+      next = fetch(0);
     }
     unsigned buf = 0;
     CUFUSE_UNROLL
@@ -414,22 +483,22 @@ private:
         if (g % GPC == 0) {
           buf = begin_chunk<true>(w, bc, c); // the chunk's operand has landed
           if (g == 0 || EB == 1) {
-            next = fetch(g, buf);
+            next = fetch(g);
           }
         }
       }
       const fetched_group cur = next;
       if (g + 1 < NG) {
         if constexpr (!Staged) {
-          next = fetch(g + 1, 0u);
+          next = fetch(g + 1);
         } else if ((g + 1) % GPC != 0) {
-          next = fetch(g + 1, buf);
+          next = fetch(g + 1);
         } else if constexpr (EB > 1) {
           // The next chunk's operand: loaded into the other buffer by begin_chunk (or before
           // the main loop for chunk 1).
           const int slot = (n + 1) % EB;
           mbar_wait(sm.c_loaded(th.cw * EB + slot), unsigned((n + 1) / EB) & 1u);
-          next = fetch(g + 1, base + unsigned(slot * Cfg::epi_buf_bytes));
+          next = fetch(g + 1);
         }
       }
       if constexpr (!Staged) {
@@ -444,9 +513,9 @@ private:
         Epi::value_pair(cur.f[i], v0, v1);
         extra(eb, q.a0, q.a1, q.row, q.col);
         if constexpr (OS == 2) {
-          st_shared_b32(buf + q.addr, pack_out16(v0, v1, out_code<epi_out_t<Epi>>(p)));
+          st_shared_b32(q.addr, pack_out16(v0, v1, out_code<epi_out_t<Epi>>(p)));
         } else {
-          st_shared_f32x2(buf + q.addr, v0, v1);
+          st_shared_f32x2(q.addr, v0, v1);
         }
       }
       if (g % GPC != GPC - 1) {
@@ -470,21 +539,19 @@ private:
   /// Every chunk of the tile, for C elements of OS bytes: expression epilogues through
   /// store_tile_ahead, the standard one pair by pair (it reads no memory of its own, but C
   /// through the buffers when RC).
-  template <int OS, class WithC>
+  template <int OS, class WithC, class Pre>
   CUFUSE_DEVICE_FN void store_tile(WithC, const float (&acc)[MA][BN / 2], const block_work& w,
-                                   int bc, const Epi& eb) {
+                                   int bc, const Epi& eb, const Pre& pre) {
     if constexpr (requires { typename Epi::fetched_pair; }) {
       // WithC: the expression's staged operand is in the buffers.
-      const bool interior = SwapC ? w.n0 + BN <= c_rows && w.m0 + Cfg::BM <= c_cols
-                                  : w.m0 + Cfg::BM <= c_rows && w.n0 + BN <= c_cols;
-      constexpr int G = CUFUSE_EPI_GROUPS;
+      constexpr int G = preloads ? CUFUSE_EPI_GROUPS_PRELOADED : CUFUSE_EPI_GROUPS;
       if constexpr (Epi::staged && (!WithC::value || !CUFUSE_EPI_STAGED_INTERIOR)) {
         // The unstaged store of an epilogue with a staged operand (the call's operand is laid
         // out otherwise than C: read from global memory) has one form for every tile, with
         // bounds tests; so has the staged one where CUFUSE_EPI_STAGED_INTERIOR is 0.
         store_tile_ahead<OS, G, true, WithC::value>(acc, w, bc, eb);
-      } else if (interior) {
-        store_tile_ahead<OS, G, false, WithC::value>(acc, w, bc, eb);
+      } else if (interior(w)) {
+        store_tile_ahead<OS, G, false, WithC::value>(acc, w, bc, eb, pre);
       } else {
         store_tile_ahead<OS, G, true, WithC::value>(acc, w, bc, eb);
       }

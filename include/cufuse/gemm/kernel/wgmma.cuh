@@ -191,6 +191,8 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
         named_bar_arrive<256>(2 - cw); // the other may start
       }
     }
+    // An expression epilogue's row-invariant operands (a bias), read while the last MMAs run.
+    const auto pre = tma_out.preload(w, eb);
     ml.drain(ktiles, it);
     if constexpr (Cfg::cluster_k) {
       if (!cluster_reduce<Cfg>(sm, acc, sched.rank, tid - 128)) {
@@ -215,9 +217,9 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
       }
     }
     if constexpr (tma_store_only<Epi>) {
-      tma_out.store(acc, w, bc, eb); // the host launches it where C suits TMA
+      tma_out.store(acc, w, bc, eb, pre); // the host launches it where C suits TMA
     } else if (p.epi_tma) {
-      tma_out.store(acc, w, bc, eb);
+      tma_out.store(acc, w, bc, eb, pre);
     } else {
       wgmma_store_direct<Cfg, mainloop::RS, SwapC, epi_out_t<Epi>>(acc, p, w, ml.th, eb);
     }
