@@ -10,7 +10,9 @@
 // cufuse with the epilogue fused. cufuse's variants are the best of those the call can run (what
 // cufuse-tune would store), named in the table. Each row's time: the median of CUDA-event timings,
 // the workload's contenders timed in turn round after round after half a second of untimed rounds
-// (the sustained state, every contender at the same clocks). --out writes JSON.
+// (the sustained state, every contender at the same clocks). --out writes JSON; --small leaves
+// out the 16384-token block, --quick all but the bf16 single GEMMs; --scale-shift runs only
+// Y = relu(X W^T * scale + shift) (fp32 scale [n], bf16 shift [n]: two rank-1 operands).
 #include "timing.cuh"
 
 #include <cublas_gemm.hpp>
@@ -210,7 +212,7 @@ void mlp(index_t tokens, index_t d, index_t hid, cublasHandle_t h, bench::timer&
 
 int main(int argc, char** argv) {
   const char* out = nullptr;
-  bool big = true, quick = false;
+  bool big = true, quick = false, scale_shift = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
       out = argv[++i];
@@ -218,6 +220,8 @@ int main(int argc, char** argv) {
       big = false;
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true; // the two bf16 single-GEMM workloads only (profiling)
+    } else if (std::strcmp(argv[i], "--scale-shift") == 0) {
+      scale_shift = true; // one workload: two rank-1 operands (fp32 scale, bf16 shift)
     }
   }
   cudaDeviceProp prop{};
@@ -233,22 +237,35 @@ int main(int argc, char** argv) {
 
   bench::timer tm;
   std::mt19937 rng(1);
-  gemm_epilogue<bf16>(
-      "gemm+bias+gelu 4096x4096x1024", "bf16", 4096, 4096, 1024, cufuse::gemm_math::fp32, h, tm,
-      [](const auto& b, const auto&) { return cufuse::gelu_tanh(cufuse::acc + b); }, rng);
-  if (!quick) {
-    gemm_epilogue<float>(
-        "gemm+bias+gelu 4096x4096x1024", "tf32", 4096, 4096, 1024, cufuse::gemm_math::tf32, h, tm,
+  if (scale_shift) {
+    // Two rank-1 operands whose registers together exceed what a tile reads ahead (48 of 32 on
+    // the 128-column tiles): the fp32 scale is read once per tile, the shift per group
+    // (bench/JOURNAL.md e15).
+    cufuse::tensor<float, 1> scale({4096});
+    fill(scale, 1.0f, rng);
+    gemm_epilogue<bf16>(
+        "gemm+scale+shift+relu 4096x4096x1024", "bf16", 4096, 4096, 1024, cufuse::gemm_math::fp32,
+        h, tm,
+        [&scale](const auto& b, const auto&) { return cufuse::relu(cufuse::acc * scale + b); },
+        rng);
+  } else {
+    gemm_epilogue<bf16>(
+        "gemm+bias+gelu 4096x4096x1024", "bf16", 4096, 4096, 1024, cufuse::gemm_math::fp32, h, tm,
         [](const auto& b, const auto&) { return cufuse::gelu_tanh(cufuse::acc + b); }, rng);
-  }
-  gemm_epilogue<bf16>(
-      "gemm+bias+relu+res 4096x4096x1024", "bf16", 4096, 4096, 1024, cufuse::gemm_math::fp32, h, tm,
-      [](const auto& b, const auto& r) { return cufuse::relu(cufuse::acc + b) + r; }, rng);
-  if (!quick) {
-    mlp(8192, 1024, 4096, h, tm, rng);
-  }
-  if (big && !quick) {
-    mlp(16384, 4096, 16384, h, tm, rng);
+    if (!quick) {
+      gemm_epilogue<float>(
+          "gemm+bias+gelu 4096x4096x1024", "tf32", 4096, 4096, 1024, cufuse::gemm_math::tf32, h, tm,
+          [](const auto& b, const auto&) { return cufuse::gelu_tanh(cufuse::acc + b); }, rng);
+    }
+    gemm_epilogue<bf16>(
+        "gemm+bias+relu+res 4096x4096x1024", "bf16", 4096, 4096, 1024, cufuse::gemm_math::fp32, h,
+        tm, [](const auto& b, const auto& r) { return cufuse::relu(cufuse::acc + b) + r; }, rng);
+    if (!quick) {
+      mlp(8192, 1024, 4096, h, tm, rng);
+    }
+    if (big && !quick) {
+      mlp(16384, 4096, 16384, h, tm, rng);
+    }
   }
   cublasDestroy(h);
   BENCH_CHECK(cudaFree(workspace));

@@ -203,57 +203,84 @@ struct epi_cols {
   }
 };
 
-/// The registers epi_cols of NP pairs takes for each row-invariant leaf of `N` (bound).
-template <int NP, class N>
-inline constexpr int cols_registers_v = 0;
-template <int NP, class T, class P>
-inline constexpr int cols_registers_v<NP, epi_leaf<T, P, false, true>> =
-    epi_cols<T, P, NP>::registers;
-template <int NP, class Op, class... Args>
-inline constexpr int cols_registers_v<NP, map_node<Op, Args...>> =
-    (cols_registers_v<NP, Args> + ...);
+/// Registers per thread that the row-invariant operands read once per tile may take
+/// (cols_of): more left too few to the store's pipeline beside 128 accumulators.
+inline constexpr int cols_budget = 32;
 
-/// `n` (bound, moved to a thread's first position in a tile) with each row-invariant leaf read
-/// into an epi_cols of NP pairs; `on` false (a tile at C's edge, which the stores read
+/// The registers `N`'s (bound) row-invariant leaves take as epi_cols of NP pairs, given `Left`
+/// registers: each leaf in tree order, if it fits in what the leaves before it left.
+template <int NP, int Left, class N>
+struct cols_used {
+  static constexpr int value = 0;
+};
+/// The same for the first I of a sequence of nodes (all of them by default).
+template <int NP, int Left, int I, class... Ns>
+struct cols_used_first {
+  static constexpr int value = 0;
+};
+template <int NP, int Left, int I, class N, class... Rest>
+  requires(I > 0)
+struct cols_used_first<NP, Left, I, N, Rest...> {
+  static constexpr int first = cols_used<NP, Left, N>::value;
+  static constexpr int value = first + cols_used_first<NP, Left - first, I - 1, Rest...>::value;
+};
+template <int NP, int Left, class T, class P>
+struct cols_used<NP, Left, epi_leaf<T, P, false, true>> {
+  static constexpr int need = epi_cols<T, P, NP>::registers;
+  static constexpr int value = need <= Left ? need : 0;
+};
+template <int NP, int Left, class Op, class... Args>
+struct cols_used<NP, Left, map_node<Op, Args...>> {
+  static constexpr int value = cols_used_first<NP, Left, int(sizeof...(Args)), Args...>::value;
+};
+/// What child I of map node `N` may take, given `Left` for N.
+template <int NP, int Left, class N, int I>
+struct cols_child_left;
+template <int NP, int Left, class Op, class... Args, int I>
+struct cols_child_left<NP, Left, map_node<Op, Args...>, I> {
+  static constexpr int value = Left - cols_used_first<NP, Left, I, Args...>::value;
+};
+
+/// `n` (bound, moved to a thread's first position in a tile) with its row-invariant leaves read
+/// into epi_cols of NP pairs, as many as fit in `Left` registers (cols_used; the others are
+/// read per group of pairs as before); `on` false (a tile at C's edge, which the stores read
 /// otherwise): nothing is read. One word per pair where the operand is contiguous and aligned,
 /// else two element loads (a branch per tile, not per pair).
-template <int NP, class N>
+template <int NP, int Left, class N>
 CUFUSE_INLINE auto cols_of(const N& n, bool on) {
   if constexpr (map_arity<N>::value > 0) {
     return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-      using R = map_node<typename N::op_type, decltype(cols_of<NP>(get<Is>(n.args), on))...>;
-      return R{n.op, make_pack(cols_of<NP>(get<Is>(n.args), on)...)};
+      using R = map_node<typename N::op_type,
+                         decltype(cols_of<NP, cols_child_left<NP, Left, N, int(Is)>::value>(
+                             get<Is>(n.args), on))...>;
+      return R{n.op, make_pack(cols_of<NP, cols_child_left<NP, Left, N, int(Is)>::value>(
+                         get<Is>(n.args), on)...)};
     }(std::make_index_sequence<map_arity<N>::value>{});
-  } else if constexpr (requires { N::row_invariant; }) {
-    if constexpr (N::row_invariant && !N::staged) {
-      using C =
-          epi_cols<typename std::remove_pointer_t<decltype(n.ptr)>, typename N::promo_type, NP>;
-      using word_t = typename C::word_t;
-      C c;
-      if (!on) {
-        CUFUSE_UNROLL
-        for (int j = 0; j < NP; ++j) {
-          c.w[j] = word_t{};
-        }
-      } else if (n.lc == 1 && reinterpret_cast<std::uintptr_t>(n.ptr) % sizeof(word_t) == 0) {
-        const auto* at = reinterpret_cast<const word_t*>(n.ptr);
-        CUFUSE_UNROLL
-        for (int j = 0; j < NP; ++j) {
-          c.w[j] = at[4 * j]; // 8 columns on
-        }
-      } else {
-        CUFUSE_UNROLL
-        for (int j = 0; j < NP; ++j) {
-          typename C::regs r;
-          r.v[0] = n.ptr[8 * j * n.lc];
-          r.v[1] = n.ptr[(8 * j + 1) * n.lc];
-          __builtin_memcpy(&c.w[j], &r, sizeof(r));
-        }
+  } else if constexpr (cols_used<NP, Left, N>::value > 0) {
+    using C = epi_cols<typename std::remove_pointer_t<decltype(n.ptr)>, typename N::promo_type, NP>;
+    using word_t = typename C::word_t;
+    C c;
+    if (!on) {
+      CUFUSE_UNROLL
+      for (int j = 0; j < NP; ++j) {
+        c.w[j] = word_t{};
       }
-      return c;
+    } else if (n.lc == 1 && reinterpret_cast<std::uintptr_t>(n.ptr) % sizeof(word_t) == 0) {
+      const auto* at = reinterpret_cast<const word_t*>(n.ptr);
+      CUFUSE_UNROLL
+      for (int j = 0; j < NP; ++j) {
+        c.w[j] = at[4 * j]; // 8 columns on
+      }
     } else {
-      return n;
+      CUFUSE_UNROLL
+      for (int j = 0; j < NP; ++j) {
+        typename C::regs r;
+        r.v[0] = n.ptr[8 * j * n.lc];
+        r.v[1] = n.ptr[(8 * j + 1) * n.lc];
+        __builtin_memcpy(&c.w[j], &r, sizeof(r));
+      }
     }
+    return c;
   } else {
     return n;
   }
@@ -502,16 +529,16 @@ struct expression_epilogue<E, pack<Xs...>, pack<epi_output<Us>...>, C> {
     return r;
   }
   /// at_origin with the row-invariant operands' pairs at the thread's NP fragment columns read
-  /// into registers (cols_of; `on` false: a tile the stores read otherwise). Nonzero registers
-  /// (cols_registers) of at most 32: the wgmma stores take them, read while the tile's last
-  /// MMAs run (wgmma_tma_store::preload).
+  /// into registers, as many as cols_budget allows (cols_of; `on` false: a tile the stores read
+  /// otherwise). Where that is any (cols_registers), the wgmma stores take them, read while the
+  /// tile's last MMAs run (wgmma_tma_store::preload).
   template <int NP>
-  static constexpr int cols_registers = cols_registers_v<NP, E>;
+  static constexpr int cols_registers = cols_used<NP, cols_budget, E>::value;
   template <int NP>
   CUFUSE_DEVICE_FN auto at_origin_cols(std::int64_t row, std::int64_t col, bool on) const {
-    using E2 = decltype(cols_of<NP>(e, on));
+    using E2 = decltype(cols_of<NP, cols_budget>(e, on));
     return expression_epilogue<E2, pack<Xs...>, pack<epi_output<Us>...>, C>{
-        cols_of<NP>(moved_of(e, row, col), on), extras, outs};
+        cols_of<NP, cols_budget>(moved_of(e, row, col), on), extras, outs};
   }
   CUFUSE_DEVICE_FN fetched_pair fetch_local(float a0, float a1, int dr, int dc, bool ok0,
                                             bool ok1) const {

@@ -141,15 +141,14 @@ struct wgmma_tma_store {
   struct no_preload {};
   /// A thread's fragment columns per row: col0 + 8 j, j < frag_pairs (not SwapC).
   static constexpr int frag_pairs = BN / 8;
-  /// Whether an expression epilogue's row-invariant operands (a bias) are read into at most 32
-  /// registers per thread (epi_cols) while a tile's last MMAs run, for the interior tiles'
-  /// stores (bench/JOURNAL.md e15).
+  /// Whether some of an expression epilogue's row-invariant operands (a bias) are read into
+  /// registers (epi_cols, at most detail::cols_budget per thread) while a tile's last MMAs run,
+  /// for the interior tiles' stores (bench/JOURNAL.md e15).
   static constexpr bool preloads = [] {
     if constexpr (SwapC) {
       return false;
     } else if constexpr (requires { Epi::template cols_registers<frag_pairs>; }) {
-      constexpr int r = Epi::template cols_registers<frag_pairs>;
-      return r > 0 && r <= 32;
+      return Epi::template cols_registers<frag_pairs> > 0;
     } else {
       return false;
     }
