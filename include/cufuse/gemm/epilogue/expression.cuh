@@ -187,8 +187,6 @@ struct epi_cols {
   static constexpr bool is_cufuse_node = true;
   static constexpr int min_element_size = int(sizeof(value_type));
   static constexpr int leaf_count = 1;
-  static constexpr bool staged = false;
-  static constexpr bool row_invariant = true;
   /// 32-bit registers the pairs take.
   static constexpr int registers = NP * int((sizeof(word_t) + 3) / 4);
 
