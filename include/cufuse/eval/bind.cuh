@@ -47,6 +47,12 @@ CUFUSE_HOST_DEVICE constexpr int tile_pitch() {
   return tile_pitch_of(int(sizeof(T)));
 }
 
+/// 1: phase 1 of the layout-changing kernel asks L1 for the other operands' lines of phase 2
+/// (bound_leaf::prefetch_in); 0 turns it off (for measurements against it).
+#ifndef CUFUSE_TILE_PREFETCH
+#define CUFUSE_TILE_PREFETCH 1
+#endif
+
 /// A position inside a tile of the layout-changing kernel: its coordinates, and where it lies
 /// in the staged tiles (`la` along the tile's dimension a, `lb` along the innermost).
 template <int R, class I>
@@ -99,6 +105,27 @@ struct bound_leaf {
   template <int V, class I>
   CUFUSE_INLINE lane_regs<value_type, V> fetch_in(const coords<R, I>& p) const {
     const I off = offset(p);
+    if constexpr (sizeof(value_type) == 2 && V % 2 == 0) {
+      // 2-byte elements: the repeated element is made a word of two once, and the two paths
+      // meet word by word: one select per word, where they met element by element (a byte
+      // permute each). Measured (H200, bf16 [8192, 8192], same call): `X * col + bias` 0.843x
+      // copy -> 0.886x, `relu(X + bias)` 0.931x -> 0.938x (JOURNAL s6).
+      const bool rep = str[R - 1] == 0;
+      lane_regs<value_type, V> r{};
+      unsigned short x = 0;
+      if (rep) {
+        x = reinterpret_cast<const unsigned short*>(ptr)[off];
+      } else {
+        r = load_vec<V>(ptr + off);
+      }
+      const unsigned xx = unsigned(x) | (unsigned(x) << 16);
+      auto* w = reinterpret_cast<unsigned*>(r.v);
+      CUFUSE_UNROLL
+      for (int k = 0; k < V / 2; ++k) {
+        w[k] = rep ? xx : w[k];
+      }
+      return r;
+    }
     if (str[R - 1] == 0) {
       lane_regs<value_type, V> r;
       const value_type x = ptr[off];
@@ -134,7 +161,29 @@ struct bound_leaf {
       }
       return r;
     }
-    return fetch_in<V>(t.p);
+    // The element by element form: measured 1% faster here than fetch_in<V>(t.p)'s word form
+    // (bf16 `permute(P, {0, 2, 1}) + Z`, H200, JOURNAL s6).
+    const I off = offset(t.p);
+    if (str[R - 1] == 0) {
+      lane_regs<value_type, V> r;
+      const value_type x = ptr[off];
+      CUFUSE_UNROLL
+      for (int k = 0; k < V; ++k) {
+        r.v[k] = x;
+      }
+      return r;
+    }
+    return load_vec<V>(ptr + off);
+  }
+
+  /// Phase 1 of the layout-changing kernel: asks L1 for the line that phase 2 will read at `t`
+  /// (operands read from memory along the innermost dimension; none for the staged ones or the
+  /// repeated ones), so that phase 2's loads do not wait on DRAM after the barrier.
+  template <class I>
+  CUFUSE_INLINE void prefetch_in(const tile_pos<R, I>& t) const {
+    if (smem < 0 && str[R - 1] != 0) {
+      asm volatile("prefetch.global.L1 [%0];" ::"l"(ptr + offset(t.p)));
+    }
   }
 
   // -- stores (the destination)

@@ -21,8 +21,6 @@ namespace cufuse::detail {
 inline constexpr int eval_block_size = 256;
 /// Threads per block of the layout-changing kernel (tile_dim x tile_rows).
 inline constexpr int tile_block_size = tile_dim * tile_rows;
-/// Steps of the layout-changing kernel evaluated before their stores (see there).
-inline constexpr int tile_group = 2;
 
 /// Blocks per SM to ask the register allocator for. A thread of an expression that reads at
 /// most two tensors has at most two 16-byte loads in flight, so the SM needs every warp
@@ -247,60 +245,49 @@ __global__ void __launch_bounds__(tile_block_size, tile_min_blocks<Expr, I>)
         }
       }
     };
-    for_each_leaf(expr, stage);
-    __syncthreads();
-
-    // 2. Evaluate, writing along the innermost dimension. With other operands to read, `group`
-    // steps are evaluated before their stores: the compiler may not move a load above a store
-    // that could alias it, so step by step kept one step's loads of those operands in flight.
-    // Groups of 2 measured best (1: 0.790x copy, 2: 0.796x, 4: 0.744x, all 8: 0.70x; JOURNAL s2).
-    // The plan allows it: the destination overlaps an operand only at the same element (other
-    // overlaps go through a temporary), read and written by the same thread.
-    tile_pos<R, I> tp{base, smem, 0, V * tx};
-    tp.p.c[R - 1] = b0 + V * tx;
-    const bool in_b = b0 + V * tx < ext_b;
-    // One step at a time with a single operand (no other loads) or 64-bit indices (registers).
-    constexpr int group = Expr::leaf_count == 1 || sizeof(I) == 8 ? 1
-                          : tile_group < steps                    ? tile_group
-                                                                  : steps;
-    CUFUSE_UNROLL
-    for (int j0 = 0; j0 < steps; j0 += group) {
-      lane_regs<T, V> out[group];
-      CUFUSE_UNROLL
-      for (int j = 0; j < group; ++j) {
-        tp.la = ty + (j0 + j) * rows;
-        set_coord(tp.p, walk.a, a0 + tp.la);
-        if (in_b && a0 + tp.la < ext_a) {
-          if constexpr (V == 1) {
-            out[j].v[0] = convert<T>(expr.eval_in(tp));
-          } else {
-            const auto lanes = expr.template fetch_in<V>(tp);
-            CUFUSE_UNROLL
-            for (int k = 0; k < V; ++k) {
-              out[j].v[k] = convert<T>(lanes.at(k));
-            }
-          }
-          if constexpr (group == 1) { // store as it goes (fewer registers: measured faster)
-            if constexpr (V == 1) {
-              dst.store(tp.p, out[j].v[0]);
-            } else {
-              dst.template store_vec<V>(tp.p, out[j]);
-            }
+    // The other operands' lines for phase 2, asked for now: they arrive while the staged loads
+    // do, where phase 2 alone would wait for them after the barrier (a second and third DRAM
+    // round trip per tile). Measured (H200, bf16 `permute(P, {0, 2, 1}) + Z`, same call):
+    // 0.845x copy -> 0.94x with phase 2 one step at a time (JOURNAL s6).
+    if constexpr (CUFUSE_TILE_PREFETCH && Expr::leaf_count > 1) {
+      tile_pos<R, I> tq{base, smem, 0, V * tx};
+      tq.p.c[R - 1] = b0 + V * tx;
+      auto ask = [&](const auto& leaf) { leaf.prefetch_in(tq); };
+      if (b0 + V * tx < ext_b) {
+        CUFUSE_UNROLL
+        for (int j = 0; j < steps; ++j) {
+          set_coord(tq.p, walk.a, a0 + ty + j * rows);
+          if (a0 + ty + j * rows < ext_a) {
+            for_each_leaf(expr, ask);
           }
         }
       }
-      if constexpr (group > 1) {
-        CUFUSE_UNROLL
-        for (int j = 0; j < group; ++j) {
-          const I la = ty + (j0 + j) * rows;
-          set_coord(tp.p, walk.a, a0 + la);
-          if (in_b && a0 + la < ext_a) {
-            if constexpr (V == 1) {
-              dst.store(tp.p, out[j].v[0]);
-            } else {
-              dst.template store_vec<V>(tp.p, out[j]);
-            }
+    }
+    for_each_leaf(expr, stage);
+    __syncthreads();
+
+    // 2. Evaluate, writing along the innermost dimension, one step at a time: the other
+    // operands' loads hit the lines phase 1 asked for. (Before that prefetch, two steps were
+    // evaluated before their stores to keep more loads in flight; with it one at a time is
+    // faster: 0.896x copy -> 0.939x, H200, JOURNAL s6.)
+    tile_pos<R, I> tp{base, smem, 0, V * tx};
+    tp.p.c[R - 1] = b0 + V * tx;
+    const bool in_b = b0 + V * tx < ext_b;
+    CUFUSE_UNROLL
+    for (int j = 0; j < steps; ++j) {
+      tp.la = ty + j * rows;
+      set_coord(tp.p, walk.a, a0 + tp.la);
+      if (in_b && a0 + tp.la < ext_a) {
+        if constexpr (V == 1) {
+          dst.store(tp.p, convert<T>(expr.eval_in(tp)));
+        } else {
+          const auto lanes = expr.template fetch_in<V>(tp);
+          lane_regs<T, V> out;
+          CUFUSE_UNROLL
+          for (int k = 0; k < V; ++k) {
+            out.v[k] = convert<T>(lanes.at(k));
           }
+          dst.template store_vec<V>(tp.p, out);
         }
       }
     }
