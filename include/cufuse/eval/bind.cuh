@@ -126,6 +126,14 @@ struct bound_leaf {
       }
       return r;
     }
+    return lanes_at<V>(off);
+  }
+
+  /// V lanes at element `off`: a vector load where the leaf is contiguous along the innermost
+  /// dimension, one element copied to every lane where it repeats there; the forms meet lane by
+  /// lane.
+  template <int V, class I>
+  CUFUSE_INLINE lane_regs<value_type, V> lanes_at(I off) const {
     if (str[R - 1] == 0) {
       lane_regs<value_type, V> r;
       const value_type x = ptr[off];
@@ -161,19 +169,9 @@ struct bound_leaf {
       }
       return r;
     }
-    // The element by element form: measured 1% faster here than fetch_in<V>(t.p)'s word form
-    // (bf16 `permute(P, {0, 2, 1}) + Z`, H200, JOURNAL s6).
-    const I off = offset(t.p);
-    if (str[R - 1] == 0) {
-      lane_regs<value_type, V> r;
-      const value_type x = ptr[off];
-      CUFUSE_UNROLL
-      for (int k = 0; k < V; ++k) {
-        r.v[k] = x;
-      }
-      return r;
-    }
-    return load_vec<V>(ptr + off);
+    // Lane by lane: measured 1% faster here than fetch_in<V>(t.p)'s word form for 2-byte
+    // elements (bf16 `permute(P, {0, 2, 1}) + Z`, H200, JOURNAL s6).
+    return lanes_at<V>(offset(t.p));
   }
 
   /// Phase 1 of the layout-changing kernel: asks L1 for the line that phase 2 will read at `t`
