@@ -4,12 +4,22 @@
 # benchmarks (bash bench/run_gpu.sh membench). PROFILES: `;`-separated NAME=BENCH:REGEX:SKIP
 # (BENCH reduce or shapes, REGEX a kernel-name regex, SKIP the launches of it to skip: each
 # workload launches its kernel 64 times, 1 check + 3 warm-up + 2 x 30 timed). The default: bf16
-# softmax and layer_norm [32768, 4096], bf16 X * col + bias and the bf16 permute.
+# softmax and layer_norm [32768, 4096], bf16 X * col + bias and the bf16 permute. ROWS=1: the
+# row kernels of bench/rows_profile.cu instead, with per-instruction counts.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT/logs"
 default='softmax_bf16=reduce:rows_kernel:195;layer_norm_bf16=reduce:rows_kernel:259'
 default="$default;xcolbias_bf16=shapes:evaluate:195;permute_bf16=shapes:evaluate:387"
+if [ -n "${ROWS:-}" ]; then
+  # Every row-kernel launch of bench/rows_profile.cu (fp32 then bf16 softmax, layer_norm,
+  # rms_norm at [32768, 4096]) with per-instruction counts (--page source) at real clocks.
+  ncu --clock-control none --kernel-name regex:rows_kernel --section SpeedOfLight \
+    --section Occupancy --section WarpStateStats --section InstructionStats --section SourceCounters \
+    -f -o "$OUT/logs/rows" build-gpu/bench/cufuse_rows_profile >"$OUT/logs/ncu_rows.log" 2>&1
+  ncu -i "$OUT/logs/rows.ncu-rep" --page source --csv --print-source sass >"$OUT/rows_source.csv"
+  exit 0
+fi
 IFS=';' read -r -a profiles <<<"${PROFILES:-$default}"
 for entry in "${profiles[@]}"; do
   name=${entry%%=*} spec=${entry#*=}

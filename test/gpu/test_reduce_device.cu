@@ -89,6 +89,169 @@ TEST_CASE("softmax, log_softmax, layer_norm, rms_norm, row forms: one kernel eac
   (void)nodes;
 }
 
+TEST_CASE("the row kernel computes identical reductions once per row", "[reduce_gpu]") {
+  const index_t m = 64, n = 1000;
+  cufuse::tensor<float, 2> X({m, n}), Z({m, n}), Y({m, n});
+  cufuse::tensor<float, 1> w({n}), b({n});
+  X.upload(rnd(std::size_t(m * n)));
+  Z.upload(rnd(std::size_t(m * n)));
+  w.upload(rnd(std::size_t(n)));
+  b.upload(rnd(std::size_t(n)));
+  auto passes = [&](const char* what, auto&& body, int want) {
+    cufuse::detail::rows_last_passes.store(-1);
+    body();
+    CHECK_CUDA(cudaDeviceSynchronize());
+    INFO(what);
+    CHECK(cufuse::detail::rows_last_passes.load() == want);
+  };
+  passes(
+      "softmax: amax, then the sum", [&] { Y = cufuse::softmax(X, -1); }, 2);
+  passes(
+      "layer_norm: mean(x) three times, then the variance",
+      [&] { Y = cufuse::layer_norm(X, w, b, 1e-5f); }, 2);
+  passes(
+      "rms_norm", [&] { Y = cufuse::rms_norm(X, w, 1e-6f); }, 1);
+  passes(
+      "the same sum written twice",
+      [&] { Y = X * cufuse::sum(X, -1, cufuse::keepdim) + cufuse::sum(X, -1, cufuse::keepdim); },
+      1);
+  // Not identical: other operands, other scalars, another reducer.
+  passes(
+      "sums of X and of Z",
+      [&] { Y = X * cufuse::sum(X, -1, cufuse::keepdim) + cufuse::sum(Z, -1, cufuse::keepdim); },
+      2);
+  passes(
+      "sums of X * 2 and of X * 3",
+      [&] {
+        Y = X * cufuse::sum(X * 2, -1, cufuse::keepdim) + cufuse::sum(X * 3, -1, cufuse::keepdim);
+      },
+      2);
+  passes(
+      "sum and mean of X",
+      [&] { Y = X + cufuse::sum(X, -1, cufuse::keepdim) - cufuse::mean(X, -1, cufuse::keepdim); },
+      2);
+  // And the values: the shared reduction feeds every place it appears.
+  Y = X * cufuse::sum(X, -1, cufuse::keepdim) + cufuse::sum(X, -1, cufuse::keepdim);
+  const auto x = X.download(), y = Y.download();
+  int bad = 0;
+  for (index_t i = 0; i < m; ++i) {
+    double s = 0;
+    for (index_t j = 0; j < n; ++j) {
+      s += x[std::size_t(i * n + j)];
+    }
+    for (index_t j = 0; j < n; ++j) {
+      const double want = x[std::size_t(i * n + j)] * s + s;
+      bad += !(std::fabs(y[std::size_t(i * n + j)] - want) <= 1e-4 * (1 + std::fabs(want)));
+    }
+  }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("reductions of the last axis without keepdim run as the row kernel, against loops",
+          "[reduce_gpu]") {
+  // At least 4 rows per SM of 1025 to 12288 columns: the row kernel of the keepdim form.
+  const index_t m = 700, n = 1500;
+  std::vector<float> x = rnd(std::size_t(m * 2 * n));
+  x[std::size_t(5 * 2 * n + 2 * 17)] = std::numeric_limits<float>::quiet_NaN(); // row 5, col 17
+  cufuse::tensor<float, 2> X2({m, 2 * n});
+  X2.upload(x);
+  cufuse::tensor<__nv_bfloat16, 2> H2({m, 2 * n});
+  H2 = X2;
+  const auto h = H2.download();
+  cufuse::tensor<float, 2> R3({m, 3});
+  cufuse::tensor<std::int64_t, 1> a({m});
+  // Column j of row i of the operand: contiguous (step 1) or every other column (step 2).
+  auto at = [&](bool bf, int step, index_t i, index_t j) {
+    const std::size_t k = std::size_t(i * 2 * n + j * step);
+    return bf ? double(float(h[k])) : double(x[k]);
+  };
+  for (const bool bf : {false, true}) {
+    for (const int step : {1, 2}) {
+      auto run = [&](const char* what, auto&& assign, auto&& ref, double tol) {
+        R3.fill(std::numeric_limits<float>::quiet_NaN()); // poison
+        cufuse::detail::rows_last_passes.store(-1);
+        auto r = cufuse::slice(R3, cufuse::all, 1); // a strided destination
+        assign(r);
+        CHECK_CUDA(cudaDeviceSynchronize());
+        INFO(what << (bf ? " bf16" : " fp32") << ", operand step " << step);
+        CHECK(cufuse::detail::rows_last_passes.load() == 1);
+        const auto got = R3.download();
+        int bad = 0;
+        for (index_t i = 0; i < m; ++i) {
+          const double want = ref(i), g = got[std::size_t(i * 3 + 1)];
+          const bool ok =
+              std::isnan(want) ? std::isnan(g) : std::fabs(g - want) <= tol * (1 + std::fabs(want));
+          bad += !ok;
+          bad += !std::isnan(got[std::size_t(i * 3)]) || !std::isnan(got[std::size_t(i * 3 + 2)]);
+        }
+        CHECK(bad == 0);
+      };
+      auto sum_of = [&](index_t i, auto f) {
+        double t = 0;
+        for (index_t j = 0; j < n; ++j) {
+          t += f(at(bf, step, i, j));
+        }
+        return t;
+      };
+      auto with = [&](auto&& body) {
+        if (bf) {
+          body(cufuse::slice(H2, cufuse::all, cufuse::range(0, step * n, step)));
+        } else {
+          body(cufuse::slice(X2, cufuse::all, cufuse::range(0, step * n, step)));
+        }
+      };
+      const double tol = bf ? 1.0 / 128 : 1e-5;
+      with([&](auto X) {
+        run(
+            "sum", [&](auto r) { r = cufuse::sum(X, 1); },
+            [&](index_t i) { return sum_of(i, [](double v) { return v; }); }, tol);
+        run(
+            "mean of X * X + 1", [&](auto r) { r = cufuse::mean(X * X + 1.0f, -1); },
+            [&](index_t i) { return sum_of(i, [](double v) { return v * v + 1; }) / double(n); },
+            tol);
+        run(
+            "amax (NaN in row 5)", [&](auto r) { r = cufuse::amax(X, -1); },
+            [&](index_t i) {
+              double b = -INFINITY;
+              for (index_t j = 0; j < n; ++j) {
+                const double v = at(bf, step, i, j);
+                b = std::isnan(v) || std::isnan(b) ? NAN : std::max(b, v);
+              }
+              return b;
+            },
+            0.0);
+        run(
+            "var", [&](auto r) { r = cufuse::var(X, -1); },
+            [&](index_t i) {
+              const double mu = sum_of(i, [](double v) { return v; }) / double(n);
+              return sum_of(i, [mu](double v) { return (v - mu) * (v - mu); }) / double(n - 1);
+            },
+            bf ? 1e-3 : 1e-5);
+        // argmax: int64, the first index among ties, NaN wins
+        std::vector<std::int64_t> poisoned(std::size_t(m), -7);
+        a.upload(poisoned);
+        cufuse::detail::rows_last_passes.store(-1);
+        a = cufuse::argmax(X, -1);
+        const auto got = a.download();
+        INFO("argmax" << (bf ? " bf16" : " fp32") << ", operand step " << step);
+        CHECK(cufuse::detail::rows_last_passes.load() == 1);
+        int bad = 0;
+        for (index_t i = 0; i < m; ++i) {
+          index_t best = 0;
+          for (index_t j = 1; j < n; ++j) {
+            const double v = at(bf, step, i, j), b = at(bf, step, i, best);
+            if (!std::isnan(b) && (std::isnan(v) || v > b)) {
+              best = j;
+            }
+          }
+          bad += got[std::size_t(i)] != std::int64_t(best);
+        }
+        CHECK(bad == 0);
+      });
+    }
+  }
+}
+
 TEST_CASE("var of 2^28 values around 1e4 is accurate to 1e-6 relative", "[reduce_gpu][large]") {
   const index_t n = index_t(1) << 28;
   std::vector<float> v(static_cast<std::size_t>(n));

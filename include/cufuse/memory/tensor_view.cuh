@@ -75,6 +75,36 @@ struct alignas(V * sizeof(T) < 16 ? V * sizeof(T) : 16) lane_regs {
   }
 };
 
+/// V values of the compute type rounded to T, as one lane_regs. Half and bf16 from float round
+/// two values per instruction (cvt.rn.{f16x2,bf16x2}.f32); one conversion per value took a
+/// second instruction per pair to merge the halves into a word (ptxas on the bf16 row kernel:
+/// eight F2FP and four PRMT per 8 outputs, against four F2FP).
+template <class T, int V, class C>
+CUFUSE_INLINE lane_regs<T, V> round_lanes(const C (&x)[V]) {
+  lane_regs<T, V> r;
+  if constexpr (V % 2 == 0 && std::is_same_v<C, float> &&
+                (std::is_same_v<T, __nv_bfloat16> || std::is_same_v<T, __half>)) {
+    CUFUSE_UNROLL
+    for (int k = 0; k < V / 2; ++k) {
+      if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(x[2 * k], x[2 * k + 1]);
+        r.v[2 * k] = h.x;
+        r.v[2 * k + 1] = h.y;
+      } else {
+        const __half2 h = __floats2half2_rn(x[2 * k], x[2 * k + 1]);
+        r.v[2 * k] = h.x;
+        r.v[2 * k + 1] = h.y;
+      }
+    }
+  } else {
+    CUFUSE_UNROLL
+    for (int u = 0; u < V; ++u) {
+      r.v[u] = convert<T>(x[u]);
+    }
+  }
+  return r;
+}
+
 /// A block of memory viewed as a rank-`Rank` tensor through strides (in elements); the only
 /// node that touches memory. `T` may be const (a read-only leaf). Strides of dimensions of
 /// extent 1 are stored as 0, so a leaf broadcasts against any shape by reading the trailing

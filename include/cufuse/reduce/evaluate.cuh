@@ -394,6 +394,46 @@ auto materialize(const N& n, temporaries& temps, cudaStream_t stream) {
   }
 }
 
+#ifndef CUFUSE_ROWS_FOR_SUMS
+#define CUFUSE_ROWS_FOR_SUMS 1
+#endif
+/// A reduction of the innermost axis alone without keepdim (`r = sum(X, 1)` on [m, n]) as the
+/// row kernel of its keepdim form, writing d viewed as [m, 1]: the row kernel stages each row
+/// with every chunk of a thread in flight, where reduce_rows_kernel reads an element at a time.
+/// Taken for many rows of moderate length (at least 4 per SM; 1025 to 12288 columns of 4
+/// bytes): short rows go to the warp-per-row kernel, few or very long rows split over blocks.
+template <class D, class E>
+bool try_rows_of_reduction(const D& d, const E& e, cudaStream_t stream) {
+  if constexpr (is_reduce_node_v<E>) {
+    constexpr int R = E::arg_rank;
+    using K = reduce_node<typename E::reducer_type, typename E::arg_type, true, 1>;
+    if constexpr (!E::keep && E::axes == 1 && R == D::rank + 1 && D::rank >= 1 &&
+                  row_fusable<K>(R)) {
+      if (CUFUSE_ROWS_FOR_SUMS == 0 || e.mask != (1u << (R - 1))) {
+        return false;
+      }
+      const auto in = e.arg.shape();
+      const index_t n = in[R - 1], rows = in.size() / (n > 0 ? n : 1);
+      if (n <= 1024 || n * index_t(max_leaf_bytes<typename E::arg_type>()) > 48 * 1024 ||
+          rows < 4 * index_t(device_sm_count())) {
+        return false;
+      }
+      extents<R> shp;
+      strides<R> str;
+      for (int k = 0; k < R - 1; ++k) {
+        shp[k] = d.shp[k];
+        str[k] = d.str[k];
+      }
+      shp[R - 1] = 1;
+      str[R - 1] = 0;
+      const leaf<typename D::value_type, R, device_space> kept{d.ptr, shp, str};
+      // the row kernel walks the operand's shape; an output of extent 1 there is per row
+      return try_rows_multi<R>(in, make_pack(kept), make_pack(K{e.red, e.arg, e.mask}), stream);
+    }
+  }
+  return false;
+}
+
 /// dst = e, where e holds reductions (shapes checked by assign).
 template <class D, class E>
 void evaluate_reductions(const D& d, const E& e, cudaStream_t stream) {
@@ -402,6 +442,9 @@ void evaluate_reductions(const D& d, const E& e, cudaStream_t stream) {
       if (try_rows(d, e, stream)) {
         return;
       }
+    }
+    if (try_rows_of_reduction(d, e, stream)) {
+      return;
     }
   }
   temporaries temps;

@@ -59,6 +59,9 @@ inline std::atomic<int> rows_cluster_from{96 * 1024};
 inline std::atomic<int> rows_cluster_bytes{48 * 1024};
 /// Blocks per row of the row kernel's last launch (for tests).
 inline std::atomic<int> rows_last_cluster{0};
+/// Reduction passes over a row in the row kernel's last launch: its distinct reductions (for
+/// tests; identical ones share a pass).
+inline std::atomic<int> rows_last_passes{0};
 
 /// Shared memory the row kernel may use for staged rows on the current device (it opts in
 /// beyond 48 KB): the per-block opt-in limit less the reserve; queried once per device.
@@ -173,15 +176,8 @@ struct row_leaf {
   CUFUSE_DEVICE __forceinline__ void load(int j0, int count, const unsigned char* staged) {
     using Regs = lane_regs<value_type, V>;
     using Staged = lane_regs<staged_type, V>;
-    const index_t s = last();
-    if (s == 0) { // one value for the whole row (a column vector, a rank-0 tensor)
-      const compute_type x = convert<compute_type>(ptr[0]);
-      CUFUSE_UNROLL
-      for (int u = 0; u < V; ++u) {
-        reg[u] = x;
-      }
-      return;
-    }
+    // The forms in the order of their frequency: a staged row (never of stride 0), a contiguous
+    // row (stride 1), a value repeated along the row, any stride.
     if (smem >= 0) {
       const staged_type* row = reinterpret_cast<const staged_type*>(staged + smem) + j0;
       if (count == V) {
@@ -204,6 +200,15 @@ struct row_leaf {
         for (int u = 0; u < V; ++u) {
           reg[u] = u < count ? convert<compute_type>(from[u]) : compute_type(0);
         }
+      }
+      return;
+    }
+    const index_t s = last();
+    if (s == 0) { // one value for the whole row (a column vector, a rank-0 tensor)
+      const compute_type x = convert<compute_type>(ptr[0]);
+      CUFUSE_UNROLL
+      for (int u = 0; u < V; ++u) {
+        reg[u] = x;
       }
       return;
     }
@@ -538,12 +543,63 @@ constexpr int max_state_bytes_of(const pack<Ts...>*) {
 template <class Trees>
 inline constexpr int rows_state_bytes = max_state_bytes_of(static_cast<const Trees*>(nullptr));
 
-#ifndef CUFUSE_ROWS_MIN_BLOCKS
-/// The row kernel's second __launch_bounds__ argument: 2 blocks of 512 threads caps it at 64
-/// registers. Measured on the H100 at [32768, 4096] with leaf chunks in registers (fp32 /
-/// bf16 softmax, of copy): 1 (up to 128 registers) 0.89 / 0.68, 2 (64) 0.95 / 0.72, 3 (40,
-/// spilling in layer_norm) 0.87 / 0.72; more resident rows beat more registers per thread.
-#define CUFUSE_ROWS_MIN_BLOCKS 2
+/// Leaves a pass of the row kernel loads per chunk (V registers each): those of N outside its
+/// reductions and row constants.
+template <class N>
+constexpr int chunk_leaves() {
+  if constexpr (is_row_leaf_v<N>) {
+    return 1;
+  } else if constexpr (is_row_reduce_v<N> || is_row_const_v<N>) {
+    return 0;
+  } else if constexpr (map_arity<N>::value > 0) {
+    return []<class Op, class... Args>(map_node<Op, Args...>*) {
+      return (0 + ... + chunk_leaves<Args>());
+    }(static_cast<N*>(nullptr));
+  } else {
+    return 0;
+  }
+}
+/// The most leaves any reduction pass inside N loads per chunk.
+template <class N>
+constexpr int reduce_pass_leaves() {
+  if constexpr (is_row_reduce_v<N>) {
+    constexpr int own = chunk_leaves<typename N::arg_type>();
+    constexpr int inner = reduce_pass_leaves<typename N::arg_type>();
+    return own > inner ? own : inner;
+  } else if constexpr (is_row_const_v<N>) {
+    return reduce_pass_leaves<decltype(N::sub)>();
+  } else if constexpr (map_arity<N>::value > 0) {
+    return []<class Op, class... Args>(map_node<Op, Args...>*) {
+      int m = 0;
+      ((m = m > reduce_pass_leaves<Args>() ? m : reduce_pass_leaves<Args>()), ...);
+      return m;
+    }(static_cast<N*>(nullptr));
+  } else {
+    return 0;
+  }
+}
+template <class... Ts>
+constexpr int pass_leaves_of(const pack<Ts...>*) {
+  int m = 0;
+  ((m = m > chunk_leaves<Ts>() ? m : chunk_leaves<Ts>()), ...);
+  ((m = m > reduce_pass_leaves<Ts>() ? m : reduce_pass_leaves<Ts>()), ...);
+  return m;
+}
+
+/// The row kernel's second __launch_bounds__ argument, per expression: 3 blocks of 512 threads
+/// (40 registers) when no pass loads more than one leaf per chunk (softmax, log_softmax,
+/// `X - amax(X, -1, keepdim)`), else 2 (64 registers: layer_norm's output pass holds x, w and b,
+/// V registers each). Measured on the H200 at [32768, 4096], of copy, 64 / 40 registers:
+/// softmax bf16 0.901 / 0.952, fp32 0.963 / 0.966, bf16 [4096, 32768] 0.817 / 0.885, fp32
+/// [4096, 32768] 0.667 / 0.753; but layer_norm bf16 0.691 / 0.558 and rms_norm bf16 0.939 /
+/// 0.821 (ptxas spills at 40). On the H100 (r9) one bound of 64 for every expression had been
+/// the best single choice. CUFUSE_ROWS_MIN_BLOCKS sets one bound for every expression.
+template <class Trees>
+inline constexpr int rows_min_blocks =
+#ifdef CUFUSE_ROWS_MIN_BLOCKS
+    CUFUSE_ROWS_MIN_BLOCKS;
+#else
+    pass_leaves_of(static_cast<const Trees*>(nullptr)) <= 1 ? 3 : 2;
 #endif
 
 /// Stores V elements as whole words of up to 16 bytes, one store instruction each (copying
@@ -702,7 +758,7 @@ CUFUSE_DEVICE void stage_row(const X& node, const row_ctx<R>& at, unsigned char*
 /// and a final cluster barrier keeps every block's shared memory alive until all have read it.
 /// Clustered: the instantiation for clusters; the other one has none of their steps.
 template <int R, int V, std::size_t K, class Trees, class Outs, bool Clustered>
-__global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
+__global__ void __launch_bounds__(rows_max_threads, rows_min_blocks<Trees>)
     rows_kernel(Outs outs, Trees trees, row_walk<R> w) {
   extern __shared__ __align__(16) unsigned char staged[];
   constexpr int state_bytes = rows_state_bytes<Trees>;
@@ -859,11 +915,12 @@ __global__ void __launch_bounds__(rows_max_threads, CUFUSE_ROWS_MIN_BLOCKS)
       for (int ch = tid; ch < full; ch += threads) {
         const int j0 = ch * V;
         load_chunk(tree, j0, V, staged);
-        lane_regs<T, V> r;
+        decltype(tree.eval_in(row_pos{0})) x[V];
         CUFUSE_UNROLL
         for (int u = 0; u < V; ++u) {
-          r.v[u] = convert<T>(tree.eval_in(row_pos{u}));
+          x[u] = tree.eval_in(row_pos{u});
         }
+        const lane_regs<T, V> r = round_lanes<T>(x);
         if (o.vec) {
           store_words(dst + j0, r);
         } else {
@@ -933,6 +990,39 @@ auto bind_row_trees(const pack<Es...>& exprs, const row_layout<R, L>& lay,
       bind_rows<V, leaves_before<Es...>(Ks), slots_before<Es...>(Ks)>(get<Ks>(exprs), lay)...);
 }
 
+template <class T>
+bool same_bytes(const T& a, const T& b) {
+  if constexpr (std::is_empty_v<T>) {
+    return true;
+  } else {
+    return std::memcmp(&a, &b, sizeof(T)) == 0;
+  }
+}
+
+/// True when two nodes of one type compute the same values: the same operands (pointer, shape
+/// and strides), scalars, parameters and axes, compared member by member. Comparing the nodes'
+/// bytes also compared their padding, which a copy need not keep: layer_norm's copies of
+/// mean(x) compared unequal, and the row kernel ran that reduction twice (three passes over
+/// the row instead of two; ncu's per-instruction counts on the H200 showed it).
+template <class N>
+bool same_node(const N& a, const N& b) {
+  if constexpr (is_leaf_node_v<N>) {
+    if constexpr (requires { a.shp; }) {
+      return a.ptr == b.ptr && a.shp == b.shp && a.str == b.str;
+    } else {
+      return same_bytes(a, b);
+    }
+  } else if constexpr (is_reduce_node_v<N>) {
+    return same_bytes(a.red, b.red) && a.mask == b.mask && same_node(a.arg, b.arg);
+  } else if constexpr (map_arity<N>::value > 0) {
+    return same_bytes(a.op, b.op) && [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      return (same_node(get<Is>(a.args), get<Is>(b.args)) && ...);
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  } else {
+    return same_bytes(a, b);
+  }
+}
+
 /// Lets `Kernel` use `bytes` of dynamic shared memory (beyond 48 KB); once per device.
 template <auto Kernel>
 void rows_opt_in(int bytes) {
@@ -975,6 +1065,7 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
     int elem;
     int staged_elem; // bytes of what its staged row holds
     strides<R> str;
+    bool reduced; // read inside a reduction
   };
   std::array<info, (L > 0 ? L : 1)> leaves{};
   int next = 0;
@@ -988,6 +1079,11 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
       for (int k = 0; k < R; ++k) {
         const int s = k - (R - N::rank);
         i.str[k] = s >= 0 ? node.str[s] : 0;
+      }
+    } else if constexpr (is_reduce_node_v<N>) {
+      // post-order: the reduction's own leaves are the last ones seen
+      for (int l = next - all_leaves<typename N::arg_type>(); l < next; ++l) {
+        leaves[l].reduced = true;
       }
     }
   };
@@ -1039,7 +1135,7 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
     return true;
   };
   const int budget = rows_smem_budget();
-  // Which leaves a staged row serves: rows read twice or more (the first such leaf stages it).
+  // Which leaves a staged row serves (the first leaf of that row stages it).
   std::array<int, (L > 0 ? L : 1)> first_use{};
   index_t row_bytes = 0; // staged bytes of a whole row
   for (int l = 0; l < L; ++l) {
@@ -1052,7 +1148,10 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
         first_use[l] = first_use[l] < 0 ? k : first_use[l];
       }
     }
-    if (uses < 2 || leaves[l].str[R - 1] == 0) {
+    // Staged: rows read twice or more, and rows a reduction reads (once staged, every chunk
+    // of a thread is in flight at once; read chunk by chunk, one 16-byte load per thread was,
+    // and `sum(X, -1)` ran far below the copy bandwidth).
+    if ((uses < 2 && !leaves[l].reduced) || leaves[l].str[R - 1] == 0) {
       first_use[l] = -1;
     } else if (first_use[l] == l) {
       row_bytes += n * leaves[l].staged_elem;
@@ -1092,7 +1191,7 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
       bytes += int(need);
     }
   }
-  // Identical reductions (same type, same bytes: same operands, scalars and parameters) share
+  // Identical reductions (same type, same operands, scalars and parameters: same_node) share
   // one slot: layer_norm's mean(x) appears three times and is computed once.
   struct seen {
     const void* type;
@@ -1105,7 +1204,7 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
     if constexpr (is_reduce_node_v<N>) {
       lay.from[slot] = slot;
       for (int k = 0; k < slot; ++k) {
-        if (reds[k].type == &type_tag<N> && std::memcmp(reds[k].node, &node, sizeof(N)) == 0) {
+        if (reds[k].type == &type_tag<N> && same_node(*static_cast<const N*>(reds[k].node), node)) {
           lay.from[slot] = lay.from[k];
           break;
         }
@@ -1115,6 +1214,10 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   };
   for_index<K>(
       [&](auto k) { visit_tree(get<std::remove_cvref_t<decltype(k)>::value>(exprs), dedupe); });
+  int passes = 0;
+  for (int k = 0; k < slot; ++k) {
+    passes += lay.from[k] == k;
+  }
   const trees_t trees = bind_row_trees<V>(exprs, lay, std::make_index_sequence<K>{});
   const outs_t outs = [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
     return make_pack(row_out<typename Ds::value_type, R>{
@@ -1149,6 +1252,7 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
     }
   }
   rows_last_cluster.store(cluster, std::memory_order_relaxed);
+  rows_last_passes.store(passes, std::memory_order_relaxed);
   const index_t most = max_grid_blocks / cluster;
   const index_t grid = (w.rows < most ? w.rows : most) * cluster;
   if (cluster > 1) {
