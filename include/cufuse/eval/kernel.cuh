@@ -47,12 +47,7 @@ __global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>)
   } else {
     const I nvec = n / V;
     for (I vi = tid; vi < nvec; vi += stride) {
-      const auto lanes = expr.template fetch_in<V>(flat_index<I>{vi * V});
-      lane_regs<T, V> out;
-      CUFUSE_UNROLL
-      for (int k = 0; k < V; ++k) {
-        out.v[k] = convert<T>(lanes.at(k));
-      }
+      const auto out = lanes_to<T, V>(expr.template fetch_in<V>(flat_index<I>{vi * V}));
       dst.template store_vec<V>(flat_index<I>{vi * V}, out);
     }
     const I tail = n - nvec * V; // fewer than V elements
@@ -114,12 +109,7 @@ __global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>)
     if constexpr (V == 1) {
       dst.store(p, convert<T>(expr.eval_in(p)));
     } else {
-      const auto lanes = expr.template fetch_in<V>(p);
-      lane_regs<T, V> out;
-      CUFUSE_UNROLL
-      for (int k = 0; k < V; ++k) {
-        out.v[k] = convert<T>(lanes.at(k));
-      }
+      const auto out = lanes_to<T, V>(expr.template fetch_in<V>(p));
       dst.template store_vec<V>(p, out);
     }
   }
@@ -281,12 +271,7 @@ __global__ void __launch_bounds__(tile_block_size, tile_min_blocks<Expr, I>)
         if constexpr (V == 1) {
           dst.store(tp.p, convert<T>(expr.eval_in(tp)));
         } else {
-          const auto lanes = expr.template fetch_in<V>(tp);
-          lane_regs<T, V> out;
-          CUFUSE_UNROLL
-          for (int k = 0; k < V; ++k) {
-            out.v[k] = convert<T>(lanes.at(k));
-          }
+          const auto out = lanes_to<T, V>(expr.template fetch_in<V>(tp));
           dst.template store_vec<V>(tp.p, out);
         }
       }

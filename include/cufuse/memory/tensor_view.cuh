@@ -105,6 +105,22 @@ CUFUSE_INLINE lane_regs<T, V> round_lanes(const C (&x)[V]) {
   return r;
 }
 
+/// The V lanes of a fetched vector (a leaf's registers or a map's lanes, read by `at`) as values
+/// of T: a leaf's registers of type T as they are, anything else rounded by round_lanes.
+template <class T, int V, class Lanes>
+CUFUSE_INLINE lane_regs<T, V> lanes_to(const Lanes& lanes) {
+  if constexpr (std::is_same_v<Lanes, lane_regs<T, V>>) {
+    return lanes;
+  } else {
+    std::remove_cvref_t<decltype(lanes.at(0))> x[V];
+    CUFUSE_UNROLL
+    for (int k = 0; k < V; ++k) {
+      x[k] = lanes.at(k);
+    }
+    return round_lanes<T>(x);
+  }
+}
+
 /// A block of memory viewed as a rank-`Rank` tensor through strides (in elements); the only
 /// node that touches memory. `T` may be const (a read-only leaf). Strides of dimensions of
 /// extent 1 are stored as 0, so a leaf broadcasts against any shape by reading the trailing
