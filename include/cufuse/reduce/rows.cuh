@@ -515,24 +515,37 @@ constexpr int max_leaf_bytes() {
   }
 }
 
-/// The largest reduction state of a bound tree, in bytes.
-template <class N>
-constexpr int max_state_bytes() {
+/// The largest Metric<X>::value over the row reductions X of a bound tree (nested ones and those
+/// inside row constants included; 0: none).
+template <template <class> class Metric, class N>
+constexpr int max_over_reductions() {
   if constexpr (is_row_reduce_v<N>) {
-    constexpr int own = int(sizeof(typename N::state_type));
-    constexpr int inner = max_state_bytes<typename N::arg_type>();
+    constexpr int own = Metric<N>::value;
+    constexpr int inner = max_over_reductions<Metric, typename N::arg_type>();
     return own > inner ? own : inner;
   } else if constexpr (is_row_const_v<N>) {
-    return max_state_bytes<decltype(N::sub)>();
+    return max_over_reductions<Metric, decltype(N::sub)>();
   } else if constexpr (map_arity<N>::value > 0) {
     return []<class Op, class... Args>(map_node<Op, Args...>*) {
       int m = 0;
-      ((m = m > max_state_bytes<Args>() ? m : max_state_bytes<Args>()), ...);
+      ((m = m > max_over_reductions<Metric, Args>() ? m : max_over_reductions<Metric, Args>()),
+       ...);
       return m;
     }(static_cast<N*>(nullptr));
   } else {
     return 0;
   }
+}
+
+/// A reduction's state, in bytes.
+template <class X>
+struct state_size {
+  static constexpr int value = int(sizeof(typename X::state_type));
+};
+/// The largest reduction state of a bound tree, in bytes.
+template <class N>
+constexpr int max_state_bytes() {
+  return max_over_reductions<state_size, N>();
 }
 template <class... Ts>
 constexpr int max_state_bytes_of(const pack<Ts...>*) {
@@ -560,24 +573,15 @@ constexpr int chunk_leaves() {
     return 0;
   }
 }
+/// Leaves a reduction's pass loads per chunk.
+template <class X>
+struct arg_chunk_leaves {
+  static constexpr int value = chunk_leaves<typename X::arg_type>();
+};
 /// The most leaves any reduction pass inside N loads per chunk.
 template <class N>
 constexpr int reduce_pass_leaves() {
-  if constexpr (is_row_reduce_v<N>) {
-    constexpr int own = chunk_leaves<typename N::arg_type>();
-    constexpr int inner = reduce_pass_leaves<typename N::arg_type>();
-    return own > inner ? own : inner;
-  } else if constexpr (is_row_const_v<N>) {
-    return reduce_pass_leaves<decltype(N::sub)>();
-  } else if constexpr (map_arity<N>::value > 0) {
-    return []<class Op, class... Args>(map_node<Op, Args...>*) {
-      int m = 0;
-      ((m = m > reduce_pass_leaves<Args>() ? m : reduce_pass_leaves<Args>()), ...);
-      return m;
-    }(static_cast<N*>(nullptr));
-  } else {
-    return 0;
-  }
+  return max_over_reductions<arg_chunk_leaves, N>();
 }
 template <class... Ts>
 constexpr int pass_leaves_of(const pack<Ts...>*) {
