@@ -303,10 +303,11 @@ constexpr int all_leaves() {
   }
 }
 
-/// Leaves of N outside its reductions: what N reads at each column.
+/// Leaves of N outside its reductions: what N reads at each column. On a bound tree: the leaves
+/// a pass loads per chunk (V registers each; row constants hold no leaves).
 template <class N>
 constexpr int free_leaves() {
-  if constexpr (is_leaf_node_v<N>) {
+  if constexpr (is_leaf_node_v<N> || is_row_leaf_v<N>) {
     return 1;
   } else if constexpr (map_arity<N>::value > 0) {
     return []<class Op, class... Args>(map_node<Op, Args...>*) {
@@ -557,36 +558,20 @@ constexpr int max_state_bytes_of(const pack<Ts...>*) {
 template <class Trees>
 inline constexpr int rows_state_bytes = max_state_bytes_of(static_cast<const Trees*>(nullptr));
 
-/// Leaves a pass of the row kernel loads per chunk (V registers each): those of N outside its
-/// reductions and row constants.
-template <class N>
-constexpr int chunk_leaves() {
-  if constexpr (is_row_leaf_v<N>) {
-    return 1;
-  } else if constexpr (is_row_reduce_v<N> || is_row_const_v<N>) {
-    return 0;
-  } else if constexpr (map_arity<N>::value > 0) {
-    return []<class Op, class... Args>(map_node<Op, Args...>*) {
-      return (0 + ... + chunk_leaves<Args>());
-    }(static_cast<N*>(nullptr));
-  } else {
-    return 0;
-  }
-}
 /// Leaves a reduction's pass loads per chunk.
 template <class X>
-struct arg_chunk_leaves {
-  static constexpr int value = chunk_leaves<typename X::arg_type>();
+struct arg_free_leaves {
+  static constexpr int value = free_leaves<typename X::arg_type>();
 };
 /// The most leaves any reduction pass inside N loads per chunk.
 template <class N>
 constexpr int reduce_pass_leaves() {
-  return max_over_reductions<arg_chunk_leaves, N>();
+  return max_over_reductions<arg_free_leaves, N>();
 }
 template <class... Ts>
 constexpr int pass_leaves_of(const pack<Ts...>*) {
   int m = 0;
-  ((m = m > chunk_leaves<Ts>() ? m : chunk_leaves<Ts>()), ...);
+  ((m = m > free_leaves<Ts>() ? m : free_leaves<Ts>()), ...);
   ((m = m > reduce_pass_leaves<Ts>() ? m : reduce_pass_leaves<Ts>()), ...);
   return m;
 }
