@@ -546,6 +546,59 @@ TEST_CASE("column reductions: V results per thread, many splits, broadcasts, mis
   CHECK(bad == 0);
 }
 
+TEST_CASE("column reductions with thousands of results and more than 32 splits each",
+          "[reduce_gpu]") {
+  // bf16 [9000, 2048] over axis 0: 8 block columns of 256 results, so on a large GPU about a
+  // hundred splits per result, merged by a thread per result in groups held in registers (32
+  // float sums, 8 var or argmax states at a time), in the pairwise order of the stack.
+  const index_t m = 9000, n = 2048;
+  const auto v = rnd(std::size_t(m * n), -1, 3);
+  std::vector<__nv_bfloat16> h(v.size());
+  std::vector<double> x(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    h[i] = __float2bfloat16(v[i]);
+    x[i] = double(__bfloat162float(h[i]));
+  }
+  x[std::size_t(7 * n + 5)] = 7.0; // ties in column 5, far apart: the first index wins
+  x[std::size_t(8500 * n + 5)] = 7.0;
+  h[std::size_t(7 * n + 5)] = h[std::size_t(8500 * n + 5)] = __float2bfloat16(7.0f);
+  cufuse::tensor<__nv_bfloat16, 2> X({m, n});
+  X.upload(h);
+  cufuse::tensor<float, 1> s({n}), w({n});
+  cufuse::tensor<std::int64_t, 1> a({n});
+  s.fill(std::numeric_limits<float>::quiet_NaN());
+  w.fill(std::numeric_limits<float>::quiet_NaN());
+  a.fill(std::int64_t(-7));
+  s = cufuse::sum(X, 0);
+  w = cufuse::var(X, 0);
+  a = cufuse::argmax(X, 0);
+  const auto gs = s.download(), gw = w.download();
+  const auto ga = a.download();
+  index_t bad = 0;
+  for (index_t j = 0; j < n; ++j) {
+    double sum = 0, mag = 0;
+    std::size_t best = 0;
+    for (index_t i = 0; i < m; ++i) {
+      const double e = x[std::size_t(i * n + j)];
+      sum += e;
+      mag += std::fabs(e);
+      best = e > x[best * std::size_t(n) + std::size_t(j)] ? std::size_t(i) : best;
+    }
+    const double mean = sum / double(m);
+    double m2 = 0;
+    for (index_t i = 0; i < m; ++i) {
+      const double d = x[std::size_t(i * n + j)] - mean;
+      m2 += d * d;
+    }
+    const double var = m2 / double(m - 1);
+    bad += !(std::fabs(gs[std::size_t(j)] - sum) <= 1e-5 * mag + 1e-6);
+    bad += !(std::fabs(gw[std::size_t(j)] - var) <= 1e-5 * var);
+    bad += ga[std::size_t(j)] != std::int64_t(best);
+  }
+  CHECK(ga[5] == 7);
+  CHECK(bad == 0);
+}
+
 TEST_CASE("long rows: a cluster of blocks shares each row", "[reduce_gpu]") {
   int major = 0;
   CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));

@@ -64,11 +64,16 @@ void launch_dependent(const char* name, index_t results, unsigned grid, cudaStre
   check_launch<T>(name, results, grid, reduce_block, stream);
 }
 
-/// Enqueues the finish kernel of a split reduction: a block per result past 32 splits.
+/// Enqueues the finish kernel of a split reduction: a thread per result up to 32 splits, or up
+/// to 256 when there are results for 8 blocks of threads and the states fit the thread's
+/// registers by groups (finish_in_registers); else a block per result.
 template <class T, int R, class Red, class In, class Out>
 void launch_finish(Out* out, const Red& red, const reduce_geometry<R>& g,
                    const typename Red::template state<In>* partial, cudaStream_t stream) {
-  if (g.splits > 32) {
+  using S = typename Red::template state<In>;
+  const bool per_thread = g.splits <= 32 || (finish_in_registers<S> > 0 && g.splits <= 256 &&
+                                             g.results >= 8 * index_t(reduce_block));
+  if (!per_thread) {
     const unsigned grid = unsigned(g.results < max_grid_blocks ? g.results : max_grid_blocks);
     launch_dependent<T, reduce_finish_kernel<true, R, Red, In, Out>>(
         "reduce_finish_kernel<<<>>> (a block per result)", g.results, grid, stream, out, red, g,
@@ -171,13 +176,14 @@ bool columns_vectorizable(const Arg& arg, bound_layout<R, Arg::leaf_count>& lay)
   return ok;
 }
 
-/// The vector column kernel for reducing node N into T with V results per thread.
-template <int V, class N, class T>
+/// The vector column kernel for reducing node N into T with V results per thread and Y rows of
+/// threads.
+template <int V, int Y, class N, class T>
 constexpr auto columns_vec_kernel() {
   using Arg = typename N::arg_type;
   constexpr int R = N::arg_rank;
-  return &reduce_columns_vec_kernel<V, CUFUSE_COLUMNS_ROWS, CUFUSE_COLUMNS_UNROLL, R,
-                                    typename N::reducer_type, bound_t<Arg, R, Arg::leaf_count>, T>;
+  return &reduce_columns_vec_kernel<V, Y, CUFUSE_COLUMNS_UNROLL, R, typename N::reducer_type,
+                                    bound_t<Arg, R, Arg::leaf_count>, T>;
 }
 
 /// A full reduction of contiguous, aligned operands: the flat kernel (split over blocks, then
@@ -304,7 +310,12 @@ void reduce_into(const D& d, const N& n, cudaStream_t stream) {
       if constexpr (V > 1) {
         vec = columns_vectorizable<V>(n.arg, lay);
       }
-      constexpr int Y = CUFUSE_COLUMNS_ROWS;
+      // Rows of threads: 8 (32 threads, 512 bytes of a row each), or 4 when a row of 64 threads
+      // covers the whole kept innermost extent (sum(T, 1) on [256, 1024, 256] fp32: 0.80x ->
+      // 0.86x copy on the H200, where sum(X, 0) on [8192, 8192] ran 0.91x -> 0.85x; JOURNAL r11).
+      constexpr int wide = CUFUSE_COLUMNS_ROWS, narrow = CUFUSE_COLUMNS_ROWS_NARROW;
+      const bool short_rows = n.arg.shape()[R - 1] <= index_t(reduce_block / narrow) * V;
+      const int Y = vec && short_rows ? narrow : wide;
       const index_t per_block = vec ? index_t(reduce_block / Y) * V : 32;
       const index_t bx = (g.results + per_block - 1) / per_block;
       index_t splits = 1;
@@ -313,7 +324,9 @@ void reduce_into(const D& d, const N& n, cudaStream_t stream) {
         // block columns made 2.06 waves, and the last 0.06 ran on an almost idle GPU.
         index_t resident = 1;
         if constexpr (V > 1) { // the kernel exists only where it can run
-          resident = resident_blocks<columns_vec_kernel<V, N, T>()>(reduce_block);
+          resident = Y == narrow
+                         ? resident_blocks<columns_vec_kernel<V, narrow, N, T>()>(reduce_block)
+                         : resident_blocks<columns_vec_kernel<V, wide, N, T>()>(reduce_block);
         }
         splits = resident / bx;
         const index_t most = (g.count + 63) / 64; // at least 64 reduced rows per split
@@ -336,8 +349,14 @@ void reduce_into(const D& d, const N& n, cudaStream_t stream) {
       if constexpr (V > 1) {
         if (vec) {
           const auto arg = bind<0>(n.arg, lay);
-          constexpr auto kernel = columns_vec_kernel<V, N, T>();
-          kernel<<<grid, dim3(reduce_block / Y, Y), 0, stream>>>(d.ptr, n.red, arg, g, partial);
+          const dim3 block(unsigned(reduce_block / Y), unsigned(Y));
+          if (Y == narrow) {
+            constexpr auto kernel = columns_vec_kernel<V, narrow, N, T>();
+            kernel<<<grid, block, 0, stream>>>(d.ptr, n.red, arg, g, partial);
+          } else {
+            constexpr auto kernel = columns_vec_kernel<V, wide, N, T>();
+            kernel<<<grid, block, 0, stream>>>(d.ptr, n.red, arg, g, partial);
+          }
           check_launch<T>("reduce_columns_vec_kernel<<<>>>", g.results * g.count, grid.x,
                           reduce_block, stream);
         }

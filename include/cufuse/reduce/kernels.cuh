@@ -258,11 +258,19 @@ __global__ void __launch_bounds__(reduce_block)
 }
 
 #ifndef CUFUSE_COLUMNS_ROWS
-/// Rows of threads in a block of reduce_columns_vec_kernel (see there).
+/// Rows of threads in a block of reduce_columns_vec_kernel (see there), and the fewer rows of
+/// longer ones taken when one such row covers the kept innermost extent (reduce_into).
 #define CUFUSE_COLUMNS_ROWS 8
 #endif
+#ifndef CUFUSE_COLUMNS_ROWS_NARROW
+#define CUFUSE_COLUMNS_ROWS_NARROW 4
+#endif
 #ifndef CUFUSE_COLUMNS_UNROLL
-#define CUFUSE_COLUMNS_UNROLL 4
+/// Reduced elements in flight per thread of reduce_columns_vec_kernel. Two (32 registers, eight
+/// blocks per SM) against four (46 registers, five blocks), 32 x 8 threads on the H200:
+/// sum(X, 0) on [8192, 8192] fp32 0.85-0.87x -> 0.89-0.92x copy; more was slower
+/// (bench/JOURNAL.md r11).
+#define CUFUSE_COLUMNS_UNROLL 2
 #endif
 
 /// Columns, V results per thread: the innermost (kept) axis has a multiple of V elements and
@@ -434,9 +442,19 @@ __global__ void __launch_bounds__(reduce_block)
   }
 }
 
+#ifndef CUFUSE_FINISH_REGISTERS
+#define CUFUSE_FINISH_REGISTERS 1
+#endif
+/// Splits whose states reduce_finish_kernel's thread holds in registers at once (see there):
+/// up to 32 of at most 8 bytes (a float sum, an fp32 extremum), 8 of larger states.
+template <class S>
+inline constexpr int finish_in_registers =
+    CUFUSE_FINISH_REGISTERS == 0 ? 0 : (sizeof(S) <= 8 ? 32 : 8);
+
 /// Merges the splits of each result in split order and stores it. Two shapes:
-///  - a thread per result (few splits each): pairwise, as a binary counter over a stack of
-///    states (split k merges with its left neighbours as the bits of k say);
+///  - a thread per result (few splits each, or up to 256 with many results): pairwise, as a
+///    binary counter over a stack of states (split k merges with its left neighbours as the
+///    bits of k say), in groups of states held in registers (finish_in_registers);
 ///  - a block per result (many splits, few results: a full reduction has ~8 per SM): thread t
 ///    merges a contiguous run of splits, then the block merges the threads' states in order.
 /// Both keep a float sum of many similar partials accurate: merging a thousand of them one after
@@ -465,6 +483,50 @@ __global__ void __launch_bounds__(reduce_block)
       if (threadIdx.x == 0) {
         finish_result<Out, In>(out, place_result(g, o, q), red, s, g.count);
       }
+    }
+  } else if constexpr (finish_in_registers<S> > 0) {
+    // The pairwise order of a binary counter over the splits (split k merges with its left
+    // neighbours as the bits of k say), computed C splits at a time: a group's states are all
+    // loaded before its first merge and merged level by level in registers, and the groups,
+    // aligned subtrees of C leaves, go through the counter's stack. The stack over single
+    // splits waited on one load per split, in local memory.
+    constexpr int C = finish_in_registers<S>;
+    const int splits = g.splits;
+    for (index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x; o < g.results;
+         o += index_t(gridDim.x) * blockDim.x) {
+      const index_t off = place_result(g, o, q);
+      const S* p = partial + o * splits;
+      S stack[32];
+      int top = 0;
+      for (int base = 0, group = 0; base < splits; base += C, ++group) {
+        const int count = splits - base < C ? splits - base : C;
+        S v[C];
+        CUFUSE_UNROLL
+        for (int k = 0; k < C; ++k) {
+          if (k < count) {
+            v[k] = p[base + k];
+          }
+        }
+        CUFUSE_UNROLL
+        for (int w = 1; w < C; w *= 2) {
+          CUFUSE_UNROLL
+          for (int k = 0; k + w < C; k += 2 * w) {
+            if (k + w < count) {
+              v[k] = red.template merge<In>(v[k], v[k + w]);
+            }
+          }
+        }
+        S x = v[0];
+        for (int j = group; j & 1; j >>= 1) {
+          x = red.template merge<In>(stack[--top], x);
+        }
+        stack[top++] = x;
+      }
+      S s = stack[--top];
+      while (top > 0) {
+        s = red.template merge<In>(stack[--top], s);
+      }
+      finish_result<Out, In>(out, off, red, s, g.count);
     }
   } else {
     for (index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x; o < g.results;
