@@ -71,7 +71,7 @@ template <class T, int R, class Red, class In, class Out>
 void launch_finish(Out* out, const Red& red, const reduce_geometry<R>& g,
                    const typename Red::template state<In>* partial, cudaStream_t stream) {
   using S = typename Red::template state<In>;
-  const bool per_thread = g.splits <= 32 || (finish_in_registers<S> > 0 && g.splits <= 256 &&
+  const bool per_thread = g.splits <= 32 || (finish_in_registers<S> > 1 && g.splits <= 256 &&
                                              g.results >= 8 * index_t(reduce_block));
   if (!per_thread) {
     const unsigned grid = unsigned(g.results < max_grid_blocks ? g.results : max_grid_blocks);

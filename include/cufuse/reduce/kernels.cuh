@@ -446,10 +446,11 @@ __global__ void __launch_bounds__(reduce_block)
 #define CUFUSE_FINISH_REGISTERS 1
 #endif
 /// Splits whose states reduce_finish_kernel's thread holds in registers at once (see there):
-/// up to 32 of at most 8 bytes (a float sum, an fp32 extremum), 8 of larger states.
+/// up to 32 of at most 8 bytes (a float sum, an fp32 extremum), 8 of larger states; one with
+/// CUFUSE_FINISH_REGISTERS=0 (a state at a time, as before the groups).
 template <class S>
 inline constexpr int finish_in_registers =
-    CUFUSE_FINISH_REGISTERS == 0 ? 0 : (sizeof(S) <= 8 ? 32 : 8);
+    CUFUSE_FINISH_REGISTERS == 0 ? 1 : (sizeof(S) <= 8 ? 32 : 8);
 
 /// Merges the splits of each result in split order and stores it. Two shapes:
 ///  - a thread per result (few splits each, or up to 256 with many results): pairwise, as a
@@ -484,12 +485,12 @@ __global__ void __launch_bounds__(reduce_block)
         finish_result<Out, In>(out, place_result(g, o, q), red, s, g.count);
       }
     }
-  } else if constexpr (finish_in_registers<S> > 0) {
+  } else {
     // The pairwise order of a binary counter over the splits (split k merges with its left
     // neighbours as the bits of k say), computed C splits at a time: a group's states are all
     // loaded before its first merge and merged level by level in registers, and the groups,
-    // aligned subtrees of C leaves, go through the counter's stack. The stack over single
-    // splits waited on one load per split, in local memory.
+    // aligned subtrees of C leaves, go through the counter's stack. A stack of single splits
+    // (C = 1) waited on one load per split, in local memory.
     constexpr int C = finish_in_registers<S>;
     const int splits = g.splits;
     for (index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x; o < g.results;
@@ -518,25 +519,6 @@ __global__ void __launch_bounds__(reduce_block)
         }
         S x = v[0];
         for (int j = group; j & 1; j >>= 1) {
-          x = red.template merge<In>(stack[--top], x);
-        }
-        stack[top++] = x;
-      }
-      S s = stack[--top];
-      while (top > 0) {
-        s = red.template merge<In>(stack[--top], s);
-      }
-      finish_result<Out, In>(out, off, red, s, g.count);
-    }
-  } else {
-    for (index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x; o < g.results;
-         o += index_t(gridDim.x) * blockDim.x) {
-      const index_t off = place_result(g, o, q);
-      S stack[32];
-      int top = 0;
-      for (int k = 0; k < g.splits; ++k) {
-        S x = partial[o * g.splits + k];
-        for (int j = k; j & 1; j >>= 1) {
           x = red.template merge<In>(stack[--top], x);
         }
         stack[top++] = x;
