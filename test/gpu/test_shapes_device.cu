@@ -5,6 +5,7 @@
 #include "../support/harness.cuh"
 
 #include <array>
+#include <limits>
 
 #define CHECK_CUDA(call) REQUIRE((call) == cudaSuccess)
 
@@ -73,6 +74,59 @@ TEST_CASE("broadcasts, layout changes and strided slices are one kernel each", "
       count_kernels([&] { cufuse::slice(X, range(1, m)) = cufuse::slice(X, range(0, m - 1)); });
   CHECK(kernels == 2);
   CHECK(nodes >= 2);
+}
+
+TEST_CASE("the N-d kernel's two vectors per thread: every element written once, many blocks",
+          "[gpu][shapes_nd]") {
+  // Work items (vectors of a row) that are not a multiple of a block's two steps, over many
+  // blocks; bf16 (8 lanes) and fp32 (4 lanes) with a row, a column and a full operand.
+  for (index_t m : {index_t(1), index_t(129), index_t(1031)}) {
+    for (index_t n : {index_t(8), index_t(2400), index_t(4104)}) {
+      cufuse::tensor<float, 2> X({m, n}), Y({m, n}), col({m, 1});
+      cufuse::tensor<float, 1> bias({n});
+      cufuse::tensor<__nv_bfloat16, 2> Xh({m, n}), Yh({m, n}), colh({m, 1});
+      cufuse::tensor<__nv_bfloat16, 1> biash({n});
+      const auto xs = rnd(std::size_t(m * n)), bs = rnd(std::size_t(n)), cs = rnd(std::size_t(m));
+      X.upload(xs);
+      bias.upload(bs);
+      col.upload(cs);
+      std::vector<__nv_bfloat16> xh(xs.size()), bh(bs.size()), ch(cs.size());
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        xh[i] = __float2bfloat16(xs[i]);
+      }
+      for (std::size_t i = 0; i < bs.size(); ++i) {
+        bh[i] = __float2bfloat16(bs[i]);
+      }
+      for (std::size_t i = 0; i < cs.size(); ++i) {
+        ch[i] = __float2bfloat16(cs[i]);
+      }
+      Xh.upload(xh);
+      biash.upload(bh);
+      colh.upload(ch);
+      Y.fill(std::numeric_limits<float>::quiet_NaN());
+      Yh.fill(std::numeric_limits<float>::quiet_NaN());
+      Y = X * col + bias;
+      Yh = Xh * colh + biash;
+      const auto y = Y.download();
+      const auto yh = Yh.download();
+      index_t bad = 0, bad_h = 0;
+      for (index_t i = 0; i < m; ++i) {
+        for (index_t j = 0; j < n; ++j) {
+          const std::size_t k = std::size_t(i * n + j);
+          const double ref = double(xs[k]) * cs[std::size_t(i)] + bs[std::size_t(j)];
+          bad += !(std::fabs(y[k] - ref) <= 1e-6 * (1 + std::fabs(ref)));
+          const double ref_h =
+              double(__bfloat162float(xh[k])) * double(__bfloat162float(ch[std::size_t(i)])) +
+              double(__bfloat162float(bh[std::size_t(j)]));
+          bad_h += !(std::fabs(double(__bfloat162float(yh[k])) - ref_h) <=
+                     (1.0 / 128) * (1 + std::fabs(ref_h)));
+        }
+      }
+      INFO("[" << m << ", " << n << "]");
+      CHECK(bad == 0);
+      CHECK(bad_h == 0);
+    }
+  }
 }
 
 TEST_CASE("a user kernel reads a broadcast expression by multi-index and linear index",

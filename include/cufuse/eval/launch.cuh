@@ -187,7 +187,9 @@ void launch_evaluate_nd(const Dst& dst, const Expr& expr, const eval_plan<R, L>&
   walk.work = static_cast<I>(pl.n / pl.ext[R - 1] * walk.vecs_per_row);
   walk.tail = static_cast<I>(pl.ext[R - 1] - walk.vecs_per_row * V); // the plan: single row
   constexpr auto kernel = &evaluate_nd_kernel<V, I, R, Dst, Expr>;
-  const unsigned grid = grid_for<kernel>(walk.work > walk.tail ? walk.work : walk.tail);
+  constexpr int per_thread = nd_unroll<V, I, Expr>;
+  const I steps = (walk.work + per_thread - 1) / per_thread; // a thread takes several items
+  const unsigned grid = grid_for<kernel>(steps > walk.tail ? steps : walk.tail);
   kernel<<<grid, eval_block_size, 0, stream>>>(dst, expr, walk);
   check_launch<typename Dst::value_type>("evaluate_nd_kernel<<<>>>", pl.n, grid, eval_block_size,
                                          stream);
