@@ -743,3 +743,59 @@ TEST_CASE("long rows: a cluster of blocks shares each row", "[reduce_gpu]") {
   }
   CHECK(wrong == 0);
 }
+
+TEST_CASE("bf16 layer_norm with every operand form of the row kernel, against loops",
+          "[reduce_gpu]") {
+  // The row kernel holds bf16 operands packed two to a register: a staged row (X), a
+  // contiguous row (w), a value repeated along the row (b: a rank-0 tensor), a strided row
+  // (every other element), a misaligned row (offset 1), and tail chunks of 1 to 7 columns.
+  for (index_t n : {index_t(1000), index_t(4099), index_t(8)}) {
+    const index_t m = 37;
+    const auto xs = rnd(std::size_t(m * n + 1), -4, 4), ws = rnd(std::size_t(2 * n), 0.5f, 1.5f);
+    const auto bs = rnd(1);
+    cufuse::tensor<__nv_bfloat16, 1> Xflat(m * n + 1), W2(2 * n);
+    cufuse::tensor<__nv_bfloat16, 0> b0;
+    cufuse::tensor<float, 1> xf(m * n + 1), wf(2 * n);
+    cufuse::tensor<float, 0> bf;
+    xf.upload(xs);
+    wf.upload(ws);
+    bf.upload(bs);
+    Xflat = xf;
+    W2 = wf;
+    b0 = bf;
+    const auto xh = Xflat.download(), wh = W2.download();
+    const double bv = double(float(b0.download()[0]));
+    cufuse::tensor<__nv_bfloat16, 2> Y({m, n});
+    for (const index_t off : {index_t(0), index_t(1)}) {
+      for (const index_t wstep : {index_t(1), index_t(2)}) {
+        auto X = cufuse::reshape(cufuse::slice(Xflat, cufuse::range(off, off + m * n)), {m, n});
+        auto w = cufuse::slice(W2, cufuse::range(0, wstep * n, wstep));
+        Y.fill(std::numeric_limits<float>::quiet_NaN());
+        Y = cufuse::layer_norm(X, w, b0, 1e-5f);
+        const auto got = Y.download();
+        int bad = 0;
+        for (index_t i = 0; i < m; ++i) {
+          double mean = 0, m2 = 0;
+          for (index_t j = 0; j < n; ++j) {
+            mean += double(float(xh[std::size_t(off + i * n + j)]));
+          }
+          mean /= double(n);
+          for (index_t j = 0; j < n; ++j) {
+            const double d = double(float(xh[std::size_t(off + i * n + j)])) - mean;
+            m2 += d * d;
+          }
+          const double rstd = 1 / std::sqrt(m2 / double(n) + 1e-5);
+          for (index_t j = 0; j < n; ++j) {
+            const double want = (double(float(xh[std::size_t(off + i * n + j)])) - mean) * rstd *
+                                    double(float(wh[std::size_t(j * wstep)])) +
+                                bv;
+            const double g = double(float(got[std::size_t(i * n + j)]));
+            bad += !(std::fabs(g - want) <= (1.0 / 128) * (1 + std::fabs(want)));
+          }
+        }
+        INFO("n " << n << ", X offset " << off << ", w step " << wstep);
+        CHECK(bad == 0);
+      }
+    }
+  }
+}

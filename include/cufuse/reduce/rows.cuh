@@ -97,6 +97,9 @@ struct row_pos {
 #ifndef CUFUSE_ROWS_UNPACK
 #define CUFUSE_ROWS_UNPACK 1
 #endif
+#ifndef CUFUSE_ROWS_PACKED
+#define CUFUSE_ROWS_PACKED 1
+#endif
 /// V lanes in the compute type C. bf16 to float by bit moves (a bf16 is the upper half of a
 /// float, exactly): two instructions per word of two values, where the compiler's conversion
 /// takes three (PRMT + IMAD per upper half; ncu on the bf16 layer_norm row kernel counted the
@@ -152,7 +155,38 @@ struct row_leaf {
   int smem;   // byte offset of its staged row (of staged_type), -1: read from memory
   bool stage; // the first leaf with this staged row copies it
   bool vec;   // its rows are contiguous and 16-byte aligned: staged in 16-byte copies
-  compute_type reg[V] = {};
+  /// bf16 values stay packed two to a register until the tree reads them (CUFUSE_ROWS_PACKED):
+  /// the same instructions (a shift or a mask per value), half the registers held between the
+  /// loads and the math, which lets layer_norm's output pass take two chunks per step. Measured
+  /// on the H200 (JOURNAL r12, of copy, unpacked / packed / packed with pairs): bf16 layer_norm
+  /// [32768, 4096] 0.826 / 0.861 / 0.880, [4096, 32768] 0.667 / 0.720 / 0.754.
+  static constexpr bool packed =
+      CUFUSE_ROWS_PACKED != 0 && std::is_same_v<value_type, __nv_bfloat16> &&
+      std::is_same_v<compute_type, float> && std::is_same_v<staged_type, value_type> && V % 2 == 0;
+  std::conditional_t<packed, unsigned[V / 2 > 0 ? V / 2 : 1], compute_type[V]> reg = {};
+  /// Registers a chunk of this leaf holds.
+  static constexpr int chunk_regs = int(sizeof(reg) / 4);
+
+  /// Lane u (a compile-time index once unrolled) holds x (of value_type's range when packed).
+  CUFUSE_INLINE void set(int u, compute_type x) {
+    if constexpr (packed) {
+      unsigned b;
+      std::memcpy(&b, &x, sizeof(b));
+      b >>= 16; // exact: x came from a bf16, or is 0
+      // lanes are set in order: the even one starts the word
+      reg[u / 2] = u % 2 == 0 ? b : (reg[u / 2] & 0xffffu) | (b << 16);
+    } else {
+      reg[u] = x;
+    }
+  }
+  /// All V lanes from V values of value_type, in one move when packed.
+  CUFUSE_DEVICE __forceinline__ void put(const lane_regs<value_type, V>& r) {
+    if constexpr (packed) {
+      std::memcpy(&reg[0], &r.v[0], sizeof(reg));
+    } else {
+      unpack_lanes(r, reg);
+    }
+  }
 
   CUFUSE_INLINE index_t last() const {
     if constexpr (Rank == 0) {
@@ -183,11 +217,11 @@ struct row_leaf {
       const staged_type* row = reinterpret_cast<const staged_type*>(staged + smem) + j0;
       if (count == V) {
         const Staged r = *reinterpret_cast<const Staged*>(row); // one 16-byte access
-        unpack_lanes(r, reg);
+        put(r);
       } else {
         CUFUSE_UNROLL
         for (int u = 0; u < V; ++u) {
-          reg[u] = u < count ? convert<compute_type>(row[u]) : compute_type(0);
+          set(u, u < count ? convert<compute_type>(row[u]) : compute_type(0));
         }
       }
       return;
@@ -195,11 +229,11 @@ struct row_leaf {
     if (vec) { // contiguous: no multiplication by the stride
       const value_type* from = ptr + j0;
       if (count == V) {
-        unpack_lanes(Regs::load(from), reg);
+        put(Regs::load(from));
       } else {
         CUFUSE_UNROLL
         for (int u = 0; u < V; ++u) {
-          reg[u] = u < count ? convert<compute_type>(from[u]) : compute_type(0);
+          set(u, u < count ? convert<compute_type>(from[u]) : compute_type(0));
         }
       }
       return;
@@ -209,7 +243,7 @@ struct row_leaf {
       const compute_type x = convert<compute_type>(ptr[0]);
       CUFUSE_UNROLL
       for (int u = 0; u < V; ++u) {
-        reg[u] = x;
+        set(u, x);
       }
       return;
     }
@@ -217,10 +251,19 @@ struct row_leaf {
     CUFUSE_UNROLL
     for (int u = 0; u < V; ++u) {
       // every register is written on every load: none stays live from an earlier chunk
-      reg[u] = u < count ? convert<compute_type>(from[u * s]) : compute_type(0);
+      set(u, u < count ? convert<compute_type>(from[u * s]) : compute_type(0));
     }
   }
-  CUFUSE_INLINE compute_type eval_in(const row_pos& p) const { return reg[p.u]; }
+  CUFUSE_INLINE compute_type eval_in(const row_pos& p) const {
+    if constexpr (packed) {
+      const unsigned w = p.u % 2 == 0 ? reg[p.u / 2] << 16 : reg[p.u / 2] & 0xffff0000u;
+      float x;
+      std::memcpy(&x, &w, sizeof(x));
+      return x;
+    } else {
+      return reg[p.u];
+    }
+  }
 };
 
 /// A subtree without leaves whose reductions all run in the row kernel (layer_norm's
@@ -312,6 +355,20 @@ constexpr int free_leaves() {
   } else if constexpr (map_arity<N>::value > 0) {
     return []<class Op, class... Args>(map_node<Op, Args...>*) {
       return (0 + ... + free_leaves<Args>());
+    }(static_cast<N*>(nullptr));
+  } else {
+    return 0;
+  }
+}
+
+/// Registers the leaves that a bound tree N reads at each column hold per chunk.
+template <class N>
+constexpr int free_leaf_regs() {
+  if constexpr (is_row_leaf_v<N>) {
+    return N::chunk_regs;
+  } else if constexpr (map_arity<N>::value > 0) {
+    return []<class Op, class... Args>(map_node<Op, Args...>*) {
+      return (0 + ... + free_leaf_regs<Args>());
     }(static_cast<N*>(nullptr));
   } else {
     return 0;
@@ -591,6 +648,18 @@ inline constexpr int rows_min_blocks =
 #else
     pass_leaves_of(static_cast<const Trees*>(nullptr)) <= 1 ? 3 : 2;
 #endif
+
+#ifndef CUFUSE_ROWS_OUT_PAIRS
+#define CUFUSE_ROWS_OUT_PAIRS 16
+#endif
+/// The output pass takes two chunks per step (both chunks' operands loaded before either is
+/// computed) when the leaves it reads hold at most CUFUSE_ROWS_OUT_PAIRS registers per chunk
+/// (0: never). Measured on the H200 (JOURNAL r12, of copy, one chunk / two): layer_norm fp32
+/// [32768, 4096] 0.953 / 0.962, [131072, 1024] 0.954 / 0.972; softmax bf16 [131072, 1024]
+/// 0.858 / 0.866; bf16 layer_norm (x, w and b) spilled with 24 registers of unpacked leaves
+/// (0.825 / 0.800), and gains with the 12 of packed ones (0.861 / 0.880).
+template <class Tree>
+inline constexpr bool rows_out_pairs = free_leaf_regs<Tree>() <= CUFUSE_ROWS_OUT_PAIRS;
 
 /// Stores V elements as whole words of up to 16 bytes, one store instruction each (copying
 /// the words through a pointer cast let the compiler split a 16-byte store of bf16 values
@@ -901,8 +970,36 @@ __global__ void __launch_bounds__(rows_max_threads, rows_min_blocks<Trees>)
       }
       const index_t os = o.str[R - 1];
       T* dst = o.ptr + off + index_t(col0) * os;
+      int ch = tid;
+      if constexpr (rows_out_pairs<decltype(tree)>) {
+        // two chunks per step: both chunks' operands loaded before either is computed
+        using X = decltype(tree.eval_in(row_pos{0}));
 #pragma unroll 1
-      for (int ch = tid; ch < full; ch += threads) {
+        for (; ch + threads < full; ch += 2 * threads) {
+          auto tree2 = tree;
+          load_chunk(tree, ch * V, V, staged);
+          load_chunk(tree2, (ch + threads) * V, V, staged);
+          X x[V], x2[V];
+          CUFUSE_UNROLL
+          for (int u = 0; u < V; ++u) {
+            x[u] = tree.eval_in(row_pos{u});
+            x2[u] = tree2.eval_in(row_pos{u});
+          }
+          const lane_regs<T, V> r = round_lanes<T>(x), r2 = round_lanes<T>(x2);
+          if (o.vec) {
+            store_words(dst + ch * V, r);
+            store_words(dst + (ch + threads) * V, r2);
+          } else {
+            CUFUSE_UNROLL
+            for (int u = 0; u < V; ++u) {
+              dst[(ch * V + u) * os] = r.v[u];
+              dst[((ch + threads) * V + u) * os] = r2.v[u];
+            }
+          }
+        }
+      }
+#pragma unroll 1
+      for (; ch < full; ch += threads) {
         const int j0 = ch * V;
         load_chunk(tree, j0, V, staged);
         decltype(tree.eval_in(row_pos{0})) x[V];
