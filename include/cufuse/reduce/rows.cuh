@@ -346,33 +346,40 @@ constexpr int all_leaves() {
   }
 }
 
-/// Leaves of N outside its reductions: what N reads at each column. On a bound tree: the leaves
-/// a pass loads per chunk (V registers each; row constants hold no leaves).
-template <class N>
-constexpr int free_leaves() {
+/// The sum of Per<leaf>::value over the leaves of N outside its reductions (those N reads at
+/// each column; on a bound tree, row constants hold no leaves).
+template <template <class> class Per, class N>
+constexpr int sum_over_free_leaves() {
   if constexpr (is_leaf_node_v<N> || is_row_leaf_v<N>) {
-    return 1;
+    return Per<N>::value;
   } else if constexpr (map_arity<N>::value > 0) {
     return []<class Op, class... Args>(map_node<Op, Args...>*) {
-      return (0 + ... + free_leaves<Args>());
+      return (0 + ... + sum_over_free_leaves<Per, Args>());
     }(static_cast<N*>(nullptr));
   } else {
     return 0;
   }
 }
+template <class Leaf>
+struct one_per_leaf {
+  static constexpr int value = 1;
+};
+template <class Leaf>
+struct chunk_regs_of {
+  static constexpr int value = Leaf::chunk_regs;
+};
+
+/// Leaves of N outside its reductions: what N reads at each column. On a bound tree: the leaves
+/// a pass loads per chunk.
+template <class N>
+constexpr int free_leaves() {
+  return sum_over_free_leaves<one_per_leaf, N>();
+}
 
 /// Registers the leaves that a bound tree N reads at each column hold per chunk.
 template <class N>
 constexpr int free_leaf_regs() {
-  if constexpr (is_row_leaf_v<N>) {
-    return N::chunk_regs;
-  } else if constexpr (map_arity<N>::value > 0) {
-    return []<class Op, class... Args>(map_node<Op, Args...>*) {
-      return (0 + ... + free_leaf_regs<Args>());
-    }(static_cast<N*>(nullptr));
-  } else {
-    return 0;
-  }
+  return sum_over_free_leaves<chunk_regs_of, N>();
 }
 
 /// Reductions in N, nested ones included.
