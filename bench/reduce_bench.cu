@@ -322,6 +322,39 @@ void cluster_sweep(const char* dtype, index_t n, double copy_gbps) {
   cufuse::detail::rows_cluster_bytes.store(keep_bytes);
 }
 
+/// bf16 softmax and layer_norm on the transformer MLP's rows ([8192, 1024] and [16384, 4096]: a
+/// working set near or within L2) and on [131072, 1024] and [32768, 4096], for each smallest
+/// block of the row kernel (detail::rows_min_threads) with and without short rows two to a block
+/// (detail::rows_split), next to a device-to-device copy of the same bytes timed the same way.
+/// REDUCE_MID_SWEEP=1 runs it alone.
+void mid_sweep() {
+  timer tm;
+  for (const auto& mn :
+       {std::pair<index_t, index_t>{8192, 1024}, {16384, 4096}, {131072, 1024}, {32768, 4096}}) {
+    row_inputs<bf16> in(mn.first, mn.second, 24);
+    const double bytes = 2.0 * in.m * in.n * sizeof(bf16);
+    const double copy_ms = tm.median_ms([&] {
+      BENCH_CHECK(cudaMemcpyAsync(in.Y.data(), in.X.data(), std::size_t(bytes / 2),
+                                  cudaMemcpyDeviceToDevice));
+    });
+    const int keep_min = cufuse::detail::rows_min_threads.load();
+    for (int least : {32, 64}) {
+      cufuse::detail::rows_min_threads.store(least);
+      for (int split : {1, 0}) {
+        cufuse::detail::rows_split.store(split != 0);
+        const double sm = tm.median_ms([&] { in.Y = cufuse::softmax(in.X, -1); });
+        const double ln = tm.median_ms([&] { in.Y = cufuse::layer_norm(in.X, in.w, in.b, 1e-5f); });
+        std::printf("mid sweep bf16 [%lld, %lld] blocks of >= %3d threads, split %d: copy "
+                    "%.4f ms, softmax %.4f ms (%.3f of copy), layer_norm %.4f ms (%.3f of copy)\n",
+                    static_cast<long long>(in.m), static_cast<long long>(in.n), least, split,
+                    copy_ms, sm, copy_ms / sm, ln, copy_ms / ln);
+      }
+    }
+    cufuse::detail::rows_split.store(true);
+    cufuse::detail::rows_min_threads.store(keep_min);
+  }
+}
+
 double host_us(const std::function<void()>& f) { return bench::measure_host_cost(f).issue_us; }
 
 __global__ void empty_kernel() {}
@@ -352,6 +385,10 @@ int main(int argc, char** argv) {
     copy_launch_gbps = 2.0 * bytes / (tm.launch_ms * 1e-3) / 1e9;
     BENCH_CHECK(cudaFree(a));
     BENCH_CHECK(cudaFree(b));
+  }
+  if (std::getenv("REDUCE_MID_SWEEP") != nullptr) { // set: that sweep alone
+    mid_sweep();
+    return 0;
   }
   if (std::getenv("REDUCE_NO_ROWS") == nullptr) { // set: the axis and full reductions only
     rowwise<float>("fp32", 32768, 4096, false, rows);

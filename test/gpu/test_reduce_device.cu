@@ -799,3 +799,135 @@ TEST_CASE("bf16 layer_norm with every operand form of the row kernel, against lo
     }
   }
 }
+
+TEST_CASE("short rows two to a block, a half-warp each, against loops", "[reduce_gpu]") {
+  // Rows of at most 128 chunks (bf16: 1024 columns, fp32: 512) run two to a 32-thread block;
+  // an odd row count leaves the last block's second half-warp without a row. Every reduction
+  // state size (a 4-byte sum, argmax's value and index, var's 32-byte moments) folds over 16
+  // lanes. Each case runs with the split on and off (detail::rows_split); row 5 holds a NaN.
+  for (const index_t n : {index_t(1), index_t(7), index_t(100), index_t(500), index_t(1000)}) {
+    for (const index_t m : {index_t(1), index_t(3), index_t(37), index_t(258)}) {
+      auto x = rnd(std::size_t(m * n), -3, 3);
+      if (m > 5) {
+        x[std::size_t(5 * n + n / 2)] = std::numeric_limits<float>::quiet_NaN();
+      }
+      const auto ws = rnd(std::size_t(n), 0.5f, 1.5f), bs = rnd(std::size_t(n));
+      cufuse::tensor<float, 2> Xf({m, n}), Yf({m, n}), Rf({m, n});
+      cufuse::tensor<__nv_bfloat16, 2> Xh({m, n}), Yh({m, n});
+      cufuse::tensor<float, 1> w({n}), b({n});
+      Xf.upload(x);
+      w.upload(ws);
+      b.upload(bs);
+      Xh = Xf;
+      const auto xh = Xh.download();
+      for (const bool bf : {false, true}) {
+        auto at = [&](index_t i, index_t j) {
+          const std::size_t k = std::size_t(i * n + j);
+          return bf ? double(float(xh[k])) : double(x[k]);
+        };
+        for (const bool split : {true, false}) {
+          cufuse::detail::rows_split.store(split);
+          INFO((bf ? "bf16" : "fp32") << " [" << m << ", " << n << "], split " << split);
+          // got: [m, n] row-major; ref(i, j). A row with a NaN is NaN throughout, but for
+          // `X * 0 + argmax(X)` (NaN only where X is). Chunks of 8 columns (bf16 operands and
+          // result) or 4 (any fp32): a row of at most 128 chunks is split.
+          auto check_rows = [&](const char* what, const std::vector<float>& got, auto&& ref,
+                                double tol, bool v8, bool nan_row = true) {
+            INFO(what);
+            const bool want_split = split && m > 1 && n <= (v8 ? 1024 : 512);
+            CHECK(cufuse::detail::rows_last_split.load() == (want_split ? 2 : 1));
+            int bad = 0;
+            for (index_t i = 0; i < m; ++i) {
+              bool nan = false;
+              for (index_t j = 0; j < n; ++j) {
+                nan = nan || std::isnan(at(i, j));
+              }
+              for (index_t j = 0; j < n; ++j) {
+                const double want = nan && (nan_row || std::isnan(at(i, j))) ? NAN : ref(i, j);
+                const double g = got[std::size_t(i * n + j)];
+                bad += !(std::isnan(want) ? std::isnan(g)
+                                          : std::fabs(g - want) <= tol * (1 + std::fabs(want)));
+              }
+            }
+            CHECK(bad == 0);
+          };
+          auto row_stats = [&](index_t i) {
+            double mu = 0, m2 = 0;
+            for (index_t j = 0; j < n; ++j) {
+              mu += at(i, j);
+            }
+            mu /= double(n);
+            for (index_t j = 0; j < n; ++j) {
+              m2 += (at(i, j) - mu) * (at(i, j) - mu);
+            }
+            return std::pair<double, double>{mu, m2};
+          };
+          const double tol = bf ? 1.0 / 128 : 2e-5;
+          auto run = [&](auto& X, auto& Y) {
+            auto down = [](const auto& t) {
+              const auto d = t.download();
+              return std::vector<float>(d.begin(), d.end());
+            };
+            Rf.fill(-7.0f);
+            Rf = X * 0.0f + cufuse::sum(X, -1, cufuse::keepdim);
+            check_rows(
+                "sum", down(Rf), [&](index_t i, index_t) { return row_stats(i).first * double(n); },
+                tol, false);
+            Rf.fill(-7.0f);
+            Rf = X * 0.0f + cufuse::var(X, -1, cufuse::keepdim);
+            check_rows(
+                "var", down(Rf),
+                [&](index_t i, index_t) {
+                  return n > 1 ? row_stats(i).second / double(n - 1) : NAN;
+                },
+                bf ? 1.0 / 128 : 1e-5, false);
+            Rf.fill(-7.0f);
+            Rf = X * 0.0f + cufuse::cast<float>(cufuse::argmax(X, -1, cufuse::keepdim));
+            check_rows(
+                "argmax", down(Rf),
+                [&](index_t i, index_t) {
+                  index_t best = 0; // the first maximum; NaN wins
+                  for (index_t j = 1; j < n; ++j) {
+                    const double v = at(i, j), b = at(i, best);
+                    best = !std::isnan(b) && (std::isnan(v) || v > b) ? j : best;
+                  }
+                  return double(best);
+                },
+                0.0, false, false);
+            Y.fill(-7.0f);
+            Y = cufuse::softmax(X, -1);
+            check_rows(
+                "softmax", down(Y),
+                [&](index_t i, index_t j) {
+                  double mx = -INFINITY, s = 0;
+                  for (index_t k = 0; k < n; ++k) {
+                    mx = std::max(mx, at(i, k));
+                  }
+                  for (index_t k = 0; k < n; ++k) {
+                    s += std::exp(at(i, k) - mx);
+                  }
+                  return std::exp(at(i, j) - mx) / s;
+                },
+                tol, bf);
+            Y.fill(-7.0f);
+            Y = cufuse::layer_norm(X, w, b, 1e-5f);
+            check_rows(
+                "layer_norm", down(Y),
+                [&](index_t i, index_t j) {
+                  const auto [mu, m2] = row_stats(i);
+                  return (at(i, j) - mu) / std::sqrt(m2 / double(n) + 1e-5) * ws[std::size_t(j)] +
+                         bs[std::size_t(j)];
+                },
+                bf ? 1.0 / 64 : 2e-5, false);
+          };
+          if (bf) {
+            run(Xh, Yh);
+          } else {
+            run(Xf, Yf);
+          }
+        }
+        cufuse::detail::rows_split.store(true);
+      }
+    }
+  }
+}

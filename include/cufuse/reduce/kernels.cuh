@@ -141,12 +141,59 @@ struct merge_op {
   }
 };
 
-/// Reduces s over the warp (lane 0 gets the result).
-template <class In, class Red, class S>
-CUFUSE_DEVICE S warp_fold(const Red& red, S s) {
-  using warp_reduce = cub::WarpReduce<S>;
-  __shared__ typename warp_reduce::TempStorage temp[32]; // up to 1024 threads
-  return warp_reduce(temp[threadIdx.x / 32]).Reduce(s, merge_op<Red, In>{red});
+#ifndef CUFUSE_FOLD_XOR
+/// 1: whole warps fold by warp_fold's XOR shuffles; 0: by cub::WarpReduce (measured the same on
+/// the H200's row-kernel table, JOURNAL r13).
+#define CUFUSE_FOLD_XOR 1
+#endif
+/// Whether a reduction state crosses lanes as 32-bit words by shuffles (warp_fold, lanes_bcast).
+template <class S>
+inline constexpr bool shuffled_state = std::is_trivially_copyable_v<S> && sizeof(S) <= 32;
+
+/// s of lane `from` of each group of `width` lanes (mask: the lanes taking part).
+template <class S>
+CUFUSE_DEVICE S lanes_bcast(S s, unsigned mask, int from, int width) {
+  constexpr int words = int((sizeof(S) + 3) / 4);
+  unsigned w[words] = {};
+  __builtin_memcpy(w, &s, sizeof(S));
+  CUFUSE_UNROLL
+  for (int k = 0; k < words; ++k) {
+    w[k] = __shfl_sync(mask, w[k], from, width);
+  }
+  __builtin_memcpy(&s, w, sizeof(S));
+  return s;
+}
+
+/// Reduces s over groups of `Lanes` lanes (a warp, or half-warps: lane 0 of each group gets its
+/// result); every lane in `mask` takes part. A state of 32-bit words is exchanged by XOR
+/// shuffles, in the order of cub::WarpReduce's shuffle steps (offsets 1, 2, ...: lane 0's merges
+/// are the same). Written here because cub::WarpReduce with a reduction operator of ours tests
+/// the lane bounds at every step (an ISETP and two selects: 38 instructions per fold of a float
+/// in the row kernel, ncu), and half-warps of a split row kernel fold with one half possibly
+/// idle (an odd row count), which a mask names.
+template <class In, int Lanes = 32, class Red, class S>
+CUFUSE_DEVICE S warp_fold(const Red& red, S s, unsigned mask = 0xffffffffu) {
+  if constexpr (shuffled_state<S> && (Lanes < 32 || CUFUSE_FOLD_XOR)) {
+    constexpr int words = int((sizeof(S) + 3) / 4);
+    CUFUSE_UNROLL
+    for (int offset = 1; offset < Lanes; offset *= 2) {
+      unsigned w[words] = {};
+      __builtin_memcpy(w, &s, sizeof(S));
+      CUFUSE_UNROLL
+      for (int k = 0; k < words; ++k) {
+        w[k] = __shfl_xor_sync(mask, w[k], offset);
+      }
+      S other;
+      __builtin_memcpy(&other, w, sizeof(S));
+      s = red.template merge<In>(s, other);
+    }
+    return s;
+  } else {
+    static_assert(Lanes == 32, "cufuse: internal: a state that cannot be shuffled, in half-warps");
+    using warp_reduce = cub::WarpReduce<S>;
+    __shared__ typename warp_reduce::TempStorage temp[32]; // up to 1024 threads
+    return warp_reduce(temp[threadIdx.x / 32]).Reduce(s, merge_op<Red, In>{red});
+  }
 }
 
 /// Reduces s over the block (thread 0 gets the result; the warps merge in warp order).

@@ -58,6 +58,10 @@ inline std::atomic<int> rows_min_threads{CUFUSE_ROWS_MIN_THREADS};
 /// 0.75 / 0.63 in one block, 0.70 / 0.57 over 2; rows of 32 KB were fastest in one block.
 inline std::atomic<int> rows_cluster_from{96 * 1024};
 inline std::atomic<int> rows_cluster_bytes{48 * 1024};
+/// Whether short rows may share 32-thread blocks, a half-warp each (see try_rows_multi).
+inline std::atomic<bool> rows_split{true};
+/// Rows per block of the row kernel's last launch (for tests).
+inline std::atomic<int> rows_last_split{0};
 /// Blocks per row of the row kernel's last launch (for tests).
 inline std::atomic<int> rows_last_cluster{0};
 /// Reduction passes over a row in the row kernel's last launch: its distinct reductions (for
@@ -534,6 +538,8 @@ struct row_walk {
   index_t rows = 0, n = 0;
   int n32 = 0, part32 = 0; // n and the columns per block, as int
   int cluster = 1;
+  int split = 1;     // rows per block: 2 gives each half-warp of a 32-thread block a row
+  int sub_bytes = 0; // staged bytes of a half-warp's row (split 2)
   extents<R> shape;
   fast_divmod<std::uint64_t> div[R];
 };
@@ -823,10 +829,16 @@ CUFUSE_DEVICE void stage_row(const X& node, const row_ctx<R>& at, unsigned char*
 /// 0, 1, ... in order. The published states alternate between two buffers as the partials do,
 /// and a final cluster barrier keeps every block's shared memory alive until all have read it.
 /// Clustered: the instantiation for clusters; the other one has none of their steps.
-template <int R, int V, std::size_t K, class Trees, class Outs, bool Clustered>
-__global__ void __launch_bounds__(rows_max_threads, rows_min_blocks<Trees>)
+/// Split (short rows, 32-thread blocks, not clustered): each half-warp is a block of 16 threads
+/// of its own row, the two staged rows row_walk::sub_bytes apart; its reductions fold over its
+/// 16 lanes and need no barrier. Its own instantiation: as a run-time mode of this one, its
+/// indices cost every row kernel registers (ptxas: softmax's, bound to 40, spilled 136 bytes).
+/// Bound to 64 registers: 32 blocks of 32 threads (the most an SM holds) fill the register file.
+template <int R, int V, std::size_t K, class Trees, class Outs, bool Clustered, bool Split = false>
+__global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
+                                  Split ? 32 : rows_min_blocks<Trees>)
     rows_kernel(Outs outs, Trees trees, row_walk<R> w) {
-  extern __shared__ __align__(16) unsigned char staged[];
+  extern __shared__ __align__(16) unsigned char staged_all[];
   constexpr int state_bytes = rows_state_bytes<Trees>;
   __shared__ __align__(16) unsigned char partials[2][32 * state_bytes];
   __shared__ __align__(16) unsigned char published[Clustered ? 2 : 1][state_bytes];
@@ -849,11 +861,16 @@ __global__ void __launch_bounds__(rows_max_threads, rows_min_blocks<Trees>)
   cols = cols > 0 ? cols : 0;       // this block's columns of a row
   const int full = cols / V;        // chunks of V columns
   const int rest = cols - full * V; // columns in the tail chunk
-  const int tid = int(threadIdx.x), threads = int(blockDim.x);
-  const int warp = tid / 32, warps = threads / 32;
+  static_assert(!(Clustered && Split), "cufuse: internal: a split row kernel is not clustered");
+  constexpr int split = Split ? 2 : 1;
+  const int sub = Split ? int(threadIdx.x) / 16 : 0; // a split kernel runs 32-thread blocks
+  const int tid = Split ? int(threadIdx.x) % 16 : int(threadIdx.x);
+  const int threads = Split ? 16 : int(blockDim.x);
+  const int warp = tid / 32, warps = Split ? 1 : threads / 32;
+  unsigned char* staged = Split ? staged_all + sub * w.sub_bytes : staged_all;
   int flip = 0;
-  for (index_t row = blockIdx.x / unsigned(clusters); row < w.rows;
-       row += gridDim.x / unsigned(clusters)) {
+  for (index_t row = index_t(blockIdx.x / unsigned(clusters)) * split + sub; row < w.rows;
+       row += index_t(gridDim.x / unsigned(clusters)) * split) {
     coords<R, index_t> c{};
     std::uint64_t left = std::uint64_t(row);
     for (int d = R - 2; d >= 0; --d) {
@@ -916,15 +933,24 @@ __global__ void __launch_bounds__(rows_max_threads, rows_min_blocks<Trees>)
             }
           }
         }
-        s = warp_fold<In>(node.red, s);
-        S* p = reinterpret_cast<S*>(partials[flip]);
-        if (tid % 32 == 0) {
-          p[warp] = s;
+        if constexpr (Split) {
+          static_assert(shuffled_state<S>, "cufuse: internal: a split row kernel's state");
+          const unsigned lanes = 0xffffu << (threadIdx.x & 16u); // this half-warp
+          s = warp_fold<In, 16>(node.red, s, lanes);
+          s = lanes_bcast(s, lanes, 0, 16); // lane 0's state to the half-warp
+        } else {
+          s = warp_fold<In>(node.red, s);
         }
-        __syncthreads();
-        s = p[0];
-        for (int k = 1; k < warps; ++k) {
-          s = node.red.template merge<In>(s, p[k]);
+        if constexpr (!Split) {
+          S* p = reinterpret_cast<S*>(partials[flip]);
+          if (tid % 32 == 0) {
+            p[warp] = s;
+          }
+          __syncthreads();
+          s = p[0];
+          for (int k = 1; k < warps; ++k) {
+            s = node.red.template merge<In>(s, p[k]);
+          }
         }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         if constexpr (Clustered) {
@@ -1255,6 +1281,8 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   using outs_t = decltype(make_pack(row_out<typename Ds::value_type, R>{}...));
   constexpr auto plain_kernel = &rows_kernel<R, V, K, trees_t, outs_t, false>;
   constexpr auto cluster_kernel = &rows_kernel<R, V, K, trees_t, outs_t, true>;
+  // Short rows two to a block (below): states that half-warps exchange by shuffles.
+  constexpr bool can_split = rows_state_bytes<trees_t> <= 32;
   // Long rows: a cluster of blocks per row, each staging its part.
   int cluster = 1;
   const index_t cluster_bytes = rows_cluster_bytes.load(std::memory_order_relaxed);
@@ -1338,17 +1366,30 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   while (threads < rows_max_threads && index_t(threads) * per_thread < chunks) {
     threads *= 2;
   }
+  // Short rows in 32-thread blocks: two rows per block, one per half-warp (twice the rows in
+  // flight per SM at the same registers; the per-row instructions of a warp serve two rows).
+  if (cluster == 1 && threads == 32 && w.rows > 1 && chunks <= index_t(16) * per_thread &&
+      can_split && rows_split.load(std::memory_order_relaxed) && 2 * bytes <= budget) {
+    w.split = 2;
+    w.sub_bytes = bytes;
+    bytes *= 2;
+  }
   if (bytes > 48 * 1024) {
     if (cluster > 1) {
       rows_opt_in<cluster_kernel>(budget);
     } else {
       rows_opt_in<plain_kernel>(budget);
+      if constexpr (can_split) {
+        rows_opt_in<&rows_kernel<R, V, K, trees_t, outs_t, false, true>>(budget);
+      }
     }
   }
   rows_last_cluster.store(cluster, std::memory_order_relaxed);
+  rows_last_split.store(w.split, std::memory_order_relaxed);
   rows_last_passes.store(passes, std::memory_order_relaxed);
   const index_t most = max_grid_blocks / cluster;
-  const index_t grid = (w.rows < most ? w.rows : most) * cluster;
+  const index_t blocks = (w.rows + w.split - 1) / w.split;
+  const index_t grid = (blocks < most ? blocks : most) * cluster;
   if (cluster > 1) {
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(unsigned(grid));
@@ -1366,7 +1407,16 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
                           "rows_kernel (a cluster of " + std::to_string(cluster) +
                               " blocks per row)");
   } else {
-    plain_kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
+    if constexpr (can_split) {
+      if (w.split == 2) {
+        rows_kernel<R, V, K, trees_t, outs_t, false, true>
+            <<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
+      } else {
+        plain_kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
+      }
+    } else {
+      plain_kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
+    }
   }
   check_launch<typename get_first<Ds...>::type::value_type>("rows_kernel<<<>>>", shape.size(), grid,
                                                             threads, stream);
