@@ -150,18 +150,25 @@ struct merge_op {
 template <class S>
 inline constexpr bool shuffled_state = std::is_trivially_copyable_v<S> && sizeof(S) <= 32;
 
-/// s of lane `from` of each group of `width` lanes (mask: the lanes taking part).
-template <class S>
-CUFUSE_DEVICE S lanes_bcast(S s, unsigned mask, int from, int width) {
+/// s passed word by word through `shfl` (one 32-bit shuffle of a word).
+template <class S, class F>
+CUFUSE_DEVICE S shuffle_words(const S& s, F shfl) {
   constexpr int words = int((sizeof(S) + 3) / 4);
   unsigned w[words] = {};
   __builtin_memcpy(w, &s, sizeof(S));
   CUFUSE_UNROLL
   for (int k = 0; k < words; ++k) {
-    w[k] = __shfl_sync(mask, w[k], from, width);
+    w[k] = shfl(w[k]);
   }
-  __builtin_memcpy(&s, w, sizeof(S));
-  return s;
+  S r;
+  __builtin_memcpy(&r, w, sizeof(S));
+  return r;
+}
+
+/// s of lane `from` of each group of `width` lanes (mask: the lanes taking part).
+template <class S>
+CUFUSE_DEVICE S lanes_bcast(S s, unsigned mask, int from, int width) {
+  return shuffle_words(s, [&](unsigned x) { return __shfl_sync(mask, x, from, width); });
 }
 
 /// Reduces s over groups of `Lanes` lanes (a warp, or half-warps: lane 0 of each group gets its
@@ -174,17 +181,10 @@ CUFUSE_DEVICE S lanes_bcast(S s, unsigned mask, int from, int width) {
 template <class In, int Lanes = 32, class Red, class S>
 CUFUSE_DEVICE S warp_fold(const Red& red, S s, unsigned mask = 0xffffffffu) {
   if constexpr (shuffled_state<S> && (Lanes < 32 || CUFUSE_FOLD_XOR)) {
-    constexpr int words = int((sizeof(S) + 3) / 4);
     CUFUSE_UNROLL
     for (int offset = 1; offset < Lanes; offset *= 2) {
-      unsigned w[words] = {};
-      __builtin_memcpy(w, &s, sizeof(S));
-      CUFUSE_UNROLL
-      for (int k = 0; k < words; ++k) {
-        w[k] = __shfl_xor_sync(mask, w[k], offset);
-      }
-      S other;
-      __builtin_memcpy(&other, w, sizeof(S));
+      const S other =
+          shuffle_words(s, [&](unsigned x) { return __shfl_xor_sync(mask, x, offset); });
       s = red.template merge<In>(s, other);
     }
     return s;

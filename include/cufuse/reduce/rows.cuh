@@ -1407,16 +1407,11 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
                           "rows_kernel (a cluster of " + std::to_string(cluster) +
                               " blocks per row)");
   } else {
+    auto kernel = plain_kernel;
     if constexpr (can_split) {
-      if (w.split == 2) {
-        rows_kernel<R, V, K, trees_t, outs_t, false, true>
-            <<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
-      } else {
-        plain_kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
-      }
-    } else {
-      plain_kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
+      kernel = w.split == 2 ? &rows_kernel<R, V, K, trees_t, outs_t, false, true> : kernel;
     }
+    kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
   }
   check_launch<typename get_first<Ds...>::type::value_type>("rows_kernel<<<>>>", shape.size(), grid,
                                                             threads, stream);
