@@ -161,6 +161,20 @@ CUFUSE_DEVICE_FN std::uint64_t wgmma_desc(unsigned addr) {
          (std::uint64_t(1024 >> 4) << 32) | (std::uint64_t(1) << 62);
 }
 
+/// wgmma_desc in two words: `lo` (the start address field and the leading byte offset) and a
+/// constant high word. The start address field is the address / 16 in 14 bits; shared addresses
+/// lie below 2^18, so the descriptor of addr + off is lo + off / 16 (off a multiple of 16): a
+/// main loop adds offsets to one descriptor instead of building each from its address
+/// (bench/JOURNAL.md g35).
+template <bool MNMajor>
+CUFUSE_DEVICE_FN unsigned wgmma_desc_lo(unsigned addr) {
+  constexpr unsigned lbo = MNMajor ? 8192 : 16;
+  return ((addr & 0x3FFFFu) >> 4) | ((lbo >> 4) << 16);
+}
+CUFUSE_DEVICE_FN std::uint64_t wgmma_desc_of(unsigned lo) {
+  return std::uint64_t(lo) | (std::uint64_t(1024 >> 4) << 32) | (std::uint64_t(1) << 62);
+}
+
 // ---- mbarrier and TMA ------------------------------------------------------------------------
 
 CUFUSE_DEVICE_FN void mbar_init(unsigned bar, unsigned count) {

@@ -268,6 +268,13 @@ CUFUSE_DEVICE_FN void wgmma_produce(const wgmma_smem<Cfg>& sm, const CUtensorMap
   }
 }
 
+/// The consumer main loop's form (run_ss): 1 carries the ring slot and adds offsets to
+/// descriptors; 0 computes both from the K-tile counter and each MMA's address. A knob for
+/// measurements (bench/JOURNAL.md g35), not an interface.
+#ifndef CUFUSE_WGMMA_LEAN_LOOP
+#define CUFUSE_WGMMA_LEAN_LOOP 1
+#endif
+
 /// The consumer main loop of one warpgroup: `run` computes one tile's accumulators from `ktiles`
 /// ring slots (K-tile counter `it` on entry; on return, after it), `drain` waits for its last
 /// MMAs and releases their slot. Between the two, a ping-pong warpgroup lets the other start.
@@ -308,6 +315,46 @@ private:
   /// Both operands from shared memory through descriptors.
   CUFUSE_DEVICE_FN void run_ss(acc_t& acc, int ktiles, int& it) const {
     using T = typename Cfg::element;
+#if CUFUSE_WGMMA_LEAN_LOOP
+    // The ring slot, its phase and the previous slot carried from K tile to K tile, and the
+    // operands' descriptors as stage 0's plus offsets (wgmma_desc_lo): a K tile's MMAs issue
+    // after a few integer adds. Built per MMA from its address (and the slot by it % S), the
+    // loop took ~115 instructions per K tile, mostly dependent chains, and a ping-pong
+    // warpgroup's main loop issued slower than its MMAs ran whenever the other warpgroup's
+    // epilogue shared the schedulers (bench/JOURNAL.md g35).
+    int s = it % S;
+    unsigned phase = unsigned(it / S) & 1u;
+    int prev = s == 0 ? S - 1 : s - 1;
+    const unsigned a0 = wgmma_desc_lo<AMn>(sm.slot_a(0)), b0 = wgmma_desc_lo<BMn>(sm.slot_b(0));
+    constexpr unsigned stage16 = unsigned(Cfg::stage_bytes) >> 4;
+    for (int t = 0; t < ktiles; ++t, ++it) {
+      mbar_wait(sm.full(s), phase);
+      const unsigned da = a0 + unsigned(s) * stage16, db = b0 + unsigned(s) * stage16;
+      wgmma_fence();
+      CUFUSE_UNROLL
+      for (int ks = 0; ks < Cfg::BK / Cfg::mma_k; ++ks) {
+        const unsigned b_off = BMn ? ks * 2048 : ks * 32;
+        CUFUSE_UNROLL
+        for (int ma = 0; ma < MA; ++ma) {
+          const int row0 = th.atom_row(ma);
+          const unsigned a_off = AMn ? (row0 / 64) * 8192 + ks * 2048 : row0 * 128 + ks * 32;
+          wgmma_op<BN, T, AMn ? 1 : 0, BMn ? 1 : 0>::run(acc[ma], wgmma_desc_of(da + (a_off >> 4)),
+                                                         wgmma_desc_of(db + (b_off >> 4)));
+        }
+      }
+      wgmma_commit();
+      wgmma_wait<1>();
+      // The previous K tile's MMAs completed: its slot may be refilled.
+      if (t > 0 && th.lane == 0) {
+        mbar_arrive(sm.empty(prev));
+      }
+      prev = s;
+      if (++s == S) {
+        s = 0;
+        phase ^= 1u;
+      }
+    }
+#else
     for (int t = 0; t < ktiles; ++t, ++it) {
       const int s = it % S;
       mbar_wait(sm.full(s), (it / S) & 1);
@@ -333,6 +380,7 @@ private:
         mbar_arrive(sm.empty((it - 1) % S));
       }
     }
+#endif
   }
 
   /// TF32 with an M-major A: A fragments through registers (wgmma_thread's rs_row map). One MMA
