@@ -20,6 +20,10 @@ start=$(date +%s)
 ninja -C "$B" "${paths[@]}"
 echo "built in $(($(date +%s) - start)) s"
 # xz: the GEMM and epilogue executables take 15 MiB this way, 91 MiB through gzip.
+# PACK_CTEST=1: the CTest files too (bench/ctest_prebuilt.sh runs them there).
+if [ -n "${PACK_CTEST:-}" ]; then
+  while IFS= read -r f; do paths+=("$f"); done < <(cd "$B" && find . -name CTestTestfile.cmake | sed 's|^\./||')
+fi
 tar cf - -C "$B" "${paths[@]}" | xz -T0 --lzma2=preset=6,dict=256MiB >"$B/prebuilt.tar.xz"
 size=$(stat -c %s "$B/prebuilt.tar.xz")
 echo "$B/prebuilt.tar.xz: $((size / 1048576)) MiB"
