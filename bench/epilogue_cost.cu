@@ -71,13 +71,8 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s\n", prop.name);
-  cublasHandle_t h;
-  cufuse_tools::check_cublas(cublasCreate(&h), "cublasCreate");
-  constexpr std::size_t workspace_bytes = 32u << 20;
-  void* workspace = nullptr;
-  BENCH_CHECK(cudaMalloc(&workspace, workspace_bytes));
-  cufuse_tools::check_cublas(cublasSetWorkspace(h, workspace, workspace_bytes),
-                             "cublasSetWorkspace");
+  const cufuse_tools::cublas_with_workspace cublas;
+  const cublasHandle_t h = cublas.get();
   bench::timer tm;
   std::mt19937 rng(1);
   std::vector<row> rows;
@@ -166,8 +161,6 @@ int main(int argc, char** argv) {
       rows.push_back({k, tile_of[i], what[i], ms[i]});
     }
   }
-  cublasDestroy(h);
-  BENCH_CHECK(cudaFree(workspace));
   std::printf("\nmismatches: %zu\n", mismatches);
   std::printf("\n| K | tile | epilogue | ms | x cuBLAS | x plain (same tile) "
               "|\n|---|---|---|---|---|---|\n");

@@ -227,13 +227,8 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s\n", prop.name);
-  cublasHandle_t h;
-  cufuse_tools::check_cublas(cublasCreate(&h), "cublasCreate");
-  constexpr std::size_t workspace_bytes = 32u << 20;
-  void* workspace = nullptr;
-  BENCH_CHECK(cudaMalloc(&workspace, workspace_bytes));
-  cufuse_tools::check_cublas(cublasSetWorkspace(h, workspace, workspace_bytes),
-                             "cublasSetWorkspace");
+  const cufuse_tools::cublas_with_workspace cublas;
+  const cublasHandle_t h = cublas.get();
 
   bench::timer tm;
   std::mt19937 rng(1);
@@ -267,8 +262,6 @@ int main(int argc, char** argv) {
       mlp(16384, 4096, 16384, h, tm, rng);
     }
   }
-  cublasDestroy(h);
-  BENCH_CHECK(cudaFree(workspace));
   if (out != nullptr) {
     FILE* f = std::fopen(out, "w");
     std::fprintf(f, "{\"device\": \"%s\", \"rows\": [\n", prop.name);

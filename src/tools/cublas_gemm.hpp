@@ -7,6 +7,7 @@
 
 #include <cublas_v2.h>
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -39,5 +40,31 @@ inline void cublas_gemm(cublasHandle_t h, const cufuse::gemm_problem& p, cudaStr
                    CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx");
 }
+
+/// A cuBLAS handle with the 32 MiB workspace PyTorch sets on Hopper, so that cuBLAS runs the
+/// kernels it runs under PyTorch (the benchmarks' reference GEMMs).
+class cublas_with_workspace {
+public:
+  cublas_with_workspace() {
+    check_cublas(cublasCreate(&h_), "cublasCreate");
+    if (cudaMalloc(&ws_, bytes) != cudaSuccess) {
+      cublasDestroy(h_);
+      throw std::runtime_error("cudaMalloc of cuBLAS's 32 MiB workspace failed");
+    }
+    check_cublas(cublasSetWorkspace(h_, ws_, bytes), "cublasSetWorkspace");
+  }
+  ~cublas_with_workspace() {
+    cublasDestroy(h_);
+    cudaFree(ws_);
+  }
+  cublas_with_workspace(const cublas_with_workspace&) = delete;
+  cublas_with_workspace& operator=(const cublas_with_workspace&) = delete;
+  cublasHandle_t get() const { return h_; }
+
+private:
+  static constexpr std::size_t bytes = std::size_t(32) << 20;
+  cublasHandle_t h_ = nullptr;
+  void* ws_ = nullptr;
+};
 
 } // namespace cufuse_tools
