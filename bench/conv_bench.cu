@@ -12,6 +12,7 @@
 //
 // Medians of CUDA-event timings; --out writes JSON rows {workload, what, variant, ms, tflops};
 // --only SUBSTR runs the bf16 layers whose name contains SUBSTR (e.g. "28x28 C128"), nothing else.
+#include "fill.cuh"
 #include "timing.cuh"
 
 #include <cufuse/conv.cuh>
@@ -55,16 +56,6 @@ double best_ms(bench::timer& tm, const std::function<void()>& f) {
   return best;
 }
 
-template <class T, int R>
-void random_fill(cufuse::tensor<T, R>& t, float scale, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<T> v(static_cast<std::size_t>(t.size()));
-  for (auto& e : v) {
-    e = T(u(rng));
-  }
-  t.upload(v);
-}
-
 struct conv_shape {
   index_t n, h, w, c, k, r, s, stride, pad;
 };
@@ -99,9 +90,9 @@ void bench_conv(const conv_shape& sh, bench::timer& tm, std::mt19937& rng) {
   cufuse::tensor<bf16, 4> x({sh.n, sh.h, sh.w, sh.c}), w({sh.k, sh.r, sh.s, sh.c});
   cufuse::tensor<bf16, 4> y({sh.n, p, q, sh.k});
   cufuse::tensor<bf16, 1> bias({sh.k});
-  random_fill(x, 1.0f, rng);
-  random_fill(w, 0.1f, rng);
-  random_fill(bias, 0.5f, rng);
+  bench::uniform_fill(x, 1.0f, rng);
+  bench::uniform_fill(w, 0.1f, rng);
+  bench::uniform_fill(bias, 0.5f, rng);
   const double flop = 2.0 * double(sh.n * p * q) * double(sh.k) * double(sh.r * sh.s * sh.c);
   const std::string wl = "conv " + name_of(sh);
   cufuse::tuning::set_mode(cufuse::tune_mode::off);
@@ -160,8 +151,8 @@ void bench_conv_f32(const conv_shape& sh, bench::timer& tm, std::mt19937& rng) {
   const auto [p, q] = cufuse::conv2d_output_size(sh.h, sh.w, sh.r, sh.s, prm);
   cufuse::tensor<float, 4> x({sh.n, sh.h, sh.w, sh.c}), w({sh.k, sh.r, sh.s, sh.c});
   cufuse::tensor<float, 4> y({sh.n, p, q, sh.k});
-  random_fill(x, 1.0f, rng);
-  random_fill(w, 0.1f, rng);
+  bench::uniform_fill(x, 1.0f, rng);
+  bench::uniform_fill(w, 0.1f, rng);
   const double flop = 2.0 * double(sh.n * p * q) * double(sh.k) * double(sh.r * sh.s * sh.c);
   const std::string wl = "conv " + name_of(sh) + " fp32";
   std::string v;
@@ -175,13 +166,13 @@ void bench_block(index_t n, index_t hw, index_t c, bench::timer& tm, std::mt1993
   cufuse::tensor<bf16, 4> x({n, hw, hw, c}), w1({c, 3, 3, c}), w2({c, 3, 3, c});
   cufuse::tensor<bf16, 4> h({n, hw, hw, c}), y({n, hw, hw, c});
   cufuse::tensor<float, 1> s1({c}), t1({c}), s2({c}), t2({c});
-  random_fill(x, 1.0f, rng);
-  random_fill(w1, 0.05f, rng);
-  random_fill(w2, 0.05f, rng);
-  random_fill(s1, 1.0f, rng);
-  random_fill(t1, 0.2f, rng);
-  random_fill(s2, 1.0f, rng);
-  random_fill(t2, 0.2f, rng);
+  bench::uniform_fill(x, 1.0f, rng);
+  bench::uniform_fill(w1, 0.05f, rng);
+  bench::uniform_fill(w2, 0.05f, rng);
+  bench::uniform_fill(s1, 1.0f, rng);
+  bench::uniform_fill(t1, 0.2f, rng);
+  bench::uniform_fill(s2, 1.0f, rng);
+  bench::uniform_fill(t2, 0.2f, rng);
   const cufuse::conv2d_params same{.padding = {1, 1}};
   using cufuse::acc;
   const double flop = 2 * 2.0 * double(n * hw * hw) * double(c) * double(9 * c);
@@ -218,9 +209,7 @@ int main(int argc, char** argv) {
       only = argv[++i];
     }
   }
-  cudaDeviceProp prop{};
-  BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s\n", prop.name);
+  const cudaDeviceProp prop = bench::print_device();
   bench::timer tm;
   std::mt19937 rng(11);
   // ResNet's 3x3 convolutions at batch 32 (stride 1 and the stride-2 one that starts a stage),

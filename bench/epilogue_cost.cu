@@ -7,6 +7,7 @@
 // plain GEMM would shrink as K grows (bench/JOURNAL.md e17). Every fused output is checked
 // against its expression applied to the plain GEMM's result; the exit status says whether all
 // matched. Prints a table; --out writes JSON; EPI_K and EPI_PROFILE: see main.
+#include "fill.cuh"
 #include "timing.cuh"
 
 #include <cublas_gemm.hpp>
@@ -33,16 +34,6 @@ struct row {
   double ms;
 };
 
-template <class T, int R>
-void fill(cufuse::tensor<T, R>& t, float scale, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<T> h(static_cast<std::size_t>(t.size()));
-  for (auto& x : h) {
-    x = T(u(rng));
-  }
-  t.upload(h);
-}
-
 /// The variant of `names` whose name contains `part`, or "" (the shape does not run it).
 std::string pick(const std::vector<std::string>& names, const char* part) {
   for (const std::string& v : names) {
@@ -68,9 +59,7 @@ int main(int argc, char** argv) {
       out = argv[++i];
     }
   }
-  cudaDeviceProp prop{};
-  BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s\n", prop.name);
+  const cudaDeviceProp prop = bench::print_device();
   const cufuse_tools::cublas_with_workspace cublas;
   const cublasHandle_t h = cublas.get();
   bench::timer tm;
@@ -89,9 +78,9 @@ int main(int argc, char** argv) {
     }
     cufuse::tensor<bf16, 2> x({m, k}), w({n, k}), y({m, n});
     cufuse::tensor<bf16, 1> b({n});
-    fill(x, 1.0f, rng);
-    fill(w, 0.05f, rng);
-    fill(b, 0.5f, rng);
+    bench::uniform_fill(x, 1.0f, rng);
+    bench::uniform_fill(w, 0.05f, rng);
+    bench::uniform_fill(b, 0.5f, rng);
     const auto wt = cufuse::transpose(w.view());
     using cufuse::acc;
     const auto e_acc = acc * 1.0f;

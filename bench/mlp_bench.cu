@@ -13,6 +13,7 @@
 // (the sustained state, every contender at the same clocks). --out writes JSON; --small leaves
 // out the 16384-token block, --quick all but the bf16 single GEMMs; --scale-shift runs only
 // Y = relu(X W^T * scale + shift) (fp32 scale [n], bf16 shift [n]: two rank-1 operands).
+#include "fill.cuh"
 #include "timing.cuh"
 
 #include <cublas_gemm.hpp>
@@ -45,25 +46,6 @@ void report(const std::string& workload, const std::string& dtype, const std::st
   std::printf("%-34s %-5s %-28s %9.4f ms  %s\n", workload.c_str(), dtype.c_str(), what.c_str(), ms,
               variant.c_str());
   std::fflush(stdout);
-}
-
-template <class T>
-void fill(cufuse::tensor<T, 2>& t, float scale, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<T> h(static_cast<std::size_t>(t.size()));
-  for (auto& x : h) {
-    x = T(u(rng));
-  }
-  t.upload(h);
-}
-template <class T>
-void fill(cufuse::tensor<T, 1>& t, float scale, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<T> h(static_cast<std::size_t>(t.size()));
-  for (auto& x : h) {
-    x = T(u(rng));
-  }
-  t.upload(h);
 }
 
 /// The fastest of `names` for `run(name)` and its median time, all of them timed in turn in
@@ -102,10 +84,10 @@ void gemm_epilogue(const std::string& workload, const char* dtype, index_t m, in
                    std::mt19937& rng) {
   cufuse::tensor<T, 2> x({m, k}), w({n, k}), y({m, n}), r({m, n});
   cufuse::tensor<T, 1> b({n});
-  fill(x, 1.0f, rng);
-  fill(w, 0.05f, rng);
-  fill(b, 0.5f, rng);
-  fill(r, 1.0f, rng);
+  bench::uniform_fill(x, 1.0f, rng);
+  bench::uniform_fill(w, 0.05f, rng);
+  bench::uniform_fill(b, 0.5f, rng);
+  bench::uniform_fill(r, 1.0f, rng);
   cufuse::gemm_options opt;
   opt.math = math;
   const auto wt = cufuse::transpose(w.view());
@@ -143,13 +125,13 @@ void mlp(index_t tokens, index_t d, index_t hid, cublasHandle_t h, bench::timer&
   cufuse::tensor<bf16, 2> x({tokens, d}), w1({hid, d}), w2({d, hid}), xn({tokens, d}),
       hh({tokens, hid}), y({tokens, d});
   cufuse::tensor<bf16, 1> g({d}), beta({d}), b1({hid}), b2({d});
-  fill(x, 1.0f, rng);
-  fill(w1, 0.05f, rng);
-  fill(w2, 0.03f, rng);
-  fill(g, 1.0f, rng);
-  fill(beta, 0.5f, rng);
-  fill(b1, 0.5f, rng);
-  fill(b2, 0.5f, rng);
+  bench::uniform_fill(x, 1.0f, rng);
+  bench::uniform_fill(w1, 0.05f, rng);
+  bench::uniform_fill(w2, 0.03f, rng);
+  bench::uniform_fill(g, 1.0f, rng);
+  bench::uniform_fill(beta, 0.5f, rng);
+  bench::uniform_fill(b1, 0.5f, rng);
+  bench::uniform_fill(b2, 0.5f, rng);
   const auto w1t = cufuse::transpose(w1.view());
   const auto w2t = cufuse::transpose(w2.view());
   // Every GEMM below reads what the block computes (the GEMMs alone too): the layer norm's
@@ -224,9 +206,7 @@ int main(int argc, char** argv) {
       scale_shift = true; // one workload: two rank-1 operands (fp32 scale, bf16 shift)
     }
   }
-  cudaDeviceProp prop{};
-  BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s\n", prop.name);
+  const cudaDeviceProp prop = bench::print_device();
   const cufuse_tools::cublas_with_workspace cublas;
   const cublasHandle_t h = cublas.get();
 
@@ -237,7 +217,7 @@ int main(int argc, char** argv) {
     // the 128-column tiles): the fp32 scale is read once per tile, the shift per group
     // (bench/JOURNAL.md e15).
     cufuse::tensor<float, 1> scale({4096});
-    fill(scale, 1.0f, rng);
+    bench::uniform_fill(scale, 1.0f, rng);
     gemm_epilogue<bf16>(
         "gemm+scale+shift+relu 4096x4096x1024", "bf16", 4096, 4096, 1024, cufuse::gemm_math::fp32,
         h, tm,

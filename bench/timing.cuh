@@ -1,5 +1,5 @@
-// Timing shared by the C++ benchmarks: a checked CUDA call, CUDA-event medians, and the host
-// cost of back-to-back calls.
+// Timing shared by the C++ benchmarks: a checked CUDA call, the device's name, CUDA-event
+// medians, and the host cost of back-to-back calls.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,6 +26,14 @@
 namespace bench {
 
 using cufuse_tools::hold_stream; // the host enqueues what follows while the device is busy
+
+/// Device 0's properties, its name printed first ("device: NAME").
+inline cudaDeviceProp print_device() {
+  cudaDeviceProp prop{};
+  BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s\n", prop.name);
+  return prop;
+}
 
 struct timer {
   cudaEvent_t start, stop;
