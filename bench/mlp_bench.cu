@@ -11,7 +11,9 @@
 // cufuse-tune would store), named in the table. Each row's time: the median of CUDA-event timings,
 // the workload's contenders timed in turn round after round after half a second of untimed rounds
 // (the sustained state, every contender at the same clocks). --out writes JSON; --small leaves
-// out the 16384-token block, --quick all but the bf16 single GEMMs; --scale-shift runs only
+// out the 16384-token block, --quick all but the bf16 single GEMMs, --blocks all but the MLP
+// blocks; MLP_PDL_AB=1 adds the block with and without programmatic dependent launches;
+// --scale-shift runs only
 // Y = relu(X W^T * scale + shift) (fp32 scale [n], bf16 shift [n]: two rank-1 operands).
 #include "fill.cuh"
 #include "timing.cuh"
@@ -188,13 +190,44 @@ void mlp(index_t tokens, index_t d, index_t hid, cublasHandle_t h, bench::timer&
   report(workload, "bf16", "cufuse layer_norm alone", ms[3]);
   report(workload, "bf16", "cufuse 2 fused GEMMs", ms[2], v1.first + " + " + v2.first);
   report(workload, "bf16", "cufuse block (LN + 2 GEMMs)", ms[4]);
+  if (std::getenv("MLP_PDL_AB") != nullptr) {
+    // The block and its GEMMs with programmatic dependent launches and without, in turn.
+    auto& on = cufuse::detail::dependent_launch_switch();
+    const auto block = [&] {
+      xn = cufuse::layer_norm(x, g, beta, 1e-5f);
+      cufuse::gemm(xn, w1t, hh, e1, o1);
+      cufuse::gemm(hh, w2t, y, e2, o2);
+    };
+    const std::vector<double> ab = tm.interleaved_ms({
+        [&] { block(); },
+        [&] {
+          on = false;
+          block();
+          on = true;
+        },
+        [&] {
+          cufuse::gemm(xn, w1t, hh, e1, o1);
+          cufuse::gemm(hh, w2t, y, e2, o2);
+        },
+        [&] {
+          on = false;
+          cufuse::gemm(xn, w1t, hh, e1, o1);
+          cufuse::gemm(hh, w2t, y, e2, o2);
+          on = true;
+        },
+    });
+    report(workload, "bf16", "block, dependent launches", ab[0]);
+    report(workload, "bf16", "block, ordinary launches", ab[1]);
+    report(workload, "bf16", "2 fused GEMMs, dependent launches", ab[2]);
+    report(workload, "bf16", "2 fused GEMMs, ordinary launches", ab[3]);
+  }
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
   const char* out = nullptr;
-  bool big = true, quick = false, scale_shift = false;
+  bool big = true, quick = false, scale_shift = false, blocks_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
       out = argv[++i];
@@ -202,6 +235,8 @@ int main(int argc, char** argv) {
       big = false;
     } else if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true; // the two bf16 single-GEMM workloads only (profiling)
+    } else if (std::strcmp(argv[i], "--blocks") == 0) {
+      blocks_only = true; // the MLP blocks only (A/B runs)
     } else if (std::strcmp(argv[i], "--scale-shift") == 0) {
       scale_shift = true; // one workload: two rank-1 operands (fp32 scale, bf16 shift)
     }
@@ -223,6 +258,11 @@ int main(int argc, char** argv) {
         h, tm,
         [&scale](const auto& b, const auto&) { return cufuse::relu(cufuse::acc * scale + b); },
         rng);
+  } else if (blocks_only) {
+    mlp(8192, 1024, 4096, h, tm, rng);
+    if (big) {
+      mlp(16384, 4096, 16384, h, tm, rng);
+    }
   } else {
     gemm_epilogue<bf16>(
         "gemm+bias+gelu 4096x4096x1024", "bf16", 4096, 4096, 1024, cufuse::gemm_math::fp32, h, tm,

@@ -1,7 +1,8 @@
 // N-d shapes at memory speed: broadcasts, layout changes (transpose, permute) and strided
 // slices, against the device-to-device copy measured in the same run. Every workload is checked
 // against a host reference on sampled elements before it is timed. Writes JSON (--out); the
-// PyTorch side is bench/torch_shapes.py, the table bench/shapes_report.py.
+// PyTorch side is bench/torch_shapes.py, the table bench/shapes_report.py. SHAPES_BROADCASTS_ONLY=1
+// runs the broadcast rows alone.
 //
 // Bytes per call: each distinct input read once + the output written once, in the logical
 // element count (a step-2 slice counts the elements it reads, not the sectors it touches).
@@ -172,8 +173,11 @@ int main(int argc, char** argv) {
   }
   broadcasts<float>("fp32", 8192, 8192, rows);
   broadcasts<bf16>("bf16", 8192, 8192, rows);
-  layouts<float>("fp32", rows);
-  layouts<bf16>("bf16", rows);
+  // SHAPES_BROADCASTS_ONLY=1: the broadcast rows alone (A/B sweeps of the N-d kernel)
+  if (std::getenv("SHAPES_BROADCASTS_ONLY") == nullptr) {
+    layouts<float>("fp32", rows);
+    layouts<bf16>("bf16", rows);
+  }
   // the per-call host cost of a small broadcast assignment next to an empty launch
   cufuse::tensor<float, 2> x({32, 32}), y({32, 32});
   cufuse::tensor<float, 1> bias({32});

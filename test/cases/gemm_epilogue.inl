@@ -711,6 +711,92 @@ TEST_CASE("gemm epilogue: batches, with a per-batch bias and a shared one", "[ge
   }
 }
 
+TEST_CASE("gemm epilogue: chained with the kernels that write its operands and read its output "
+          "(programmatic dependent launches)",
+          "[gemm][epilogue]") {
+  // On sm_90 a wgmma GEMM is launched while the kernel before it finishes and waits for it
+  // before its first global access (core/pdl.cuh); every result below depends on that wait.
+  // The loop runs without a host synchronization; outputs are poisoned first.
+  std::mt19937 rng(Catch::rngSeed() + 29);
+  constexpr int iters = 6;
+  const index_t blocks = 32, m = 256, n = 256, k = 4096, k1 = 32, n1 = 256;
+  using bf = __nv_bfloat16;
+  // A: the last [m, k] block of a [blocks, m, k] tensor that one assignment writes (a broadcast
+  // of x plus the iteration), so that A's rows are among the last that assignment stores.
+  cufuse::tensor<bf, 3> x({1, m, k}), big({blocks, m, k});
+  cufuse::tensor<bf, 2> w({k, n}), a1({m, k1}), w1({k1, n1}), w2({n1, n}), h({m, n1});
+  cufuse::tensor<bf, 1> bias({n});
+  const auto hx = fill_random(x, data_kind::small_integers, rng);
+  const auto hw = fill_random(w, data_kind::small_integers, rng);
+  const auto ha1 = fill_random(a1, data_kind::small_integers, rng);
+  const auto hw1 = fill_random(w1, data_kind::small_integers, rng);
+  const auto hw2 = fill_random(w2, data_kind::small_integers, rng);
+  const auto hbias = fill_random(bias, data_kind::small_integers, rng);
+  cufuse::tensor<float, 2> y({m, n});
+  std::vector<cufuse::tensor<float, 2>> ys, zs, y2s;
+  for (int i = 0; i < iters; ++i) {
+    ys.emplace_back(cufuse::extents<2>{m, n});
+    zs.emplace_back(cufuse::extents<2>{m, n});
+    y2s.emplace_back(cufuse::extents<2>{m, n});
+    poison_nan(ys.back());
+    poison_nan(zs.back());
+    poison_nan(y2s.back());
+  }
+  poison_nan(y);
+  poison_nan(h);
+  auto a = cufuse::slice(big, blocks - 1, cufuse::all, cufuse::all);
+  for (int i = 0; i < iters; ++i) {
+    big = cufuse::broadcast_to(x, big.shape()) + float(i); // writes A
+    cufuse::gemm(a, w, ys[i], cufuse::acc + bias);         // reads A (RAW)
+    zs[i] = y + 0.0f;                                      // reads y (the previous GEMM's)
+    cufuse::gemm(a, w, y, cufuse::acc + bias);             // overwrites y (WAR)
+    cufuse::gemm(a1, w1, h, cufuse::acc + float(i));       // h: exact in bf16 (|h| <= 134)
+    cufuse::gemm(h, w2, y2s[i], cufuse::acc);              // reads h (a GEMM after a GEMM)
+  }
+  const auto p = product(hx, hw, m, n, k, false, false);
+  const auto p1 = product(ha1, hw1, m, n1, k1, false, false);
+  std::vector<double> colsum(n, 0.0), colsum2(n, 0.0);
+  for (index_t r = 0; r < k; ++r) {
+    for (index_t c = 0; c < n; ++c) {
+      colsum[c] += hw[r * n + c];
+    }
+  }
+  std::vector<float> hh(p1.size());
+  for (std::size_t e = 0; e < p1.size(); ++e) {
+    hh[e] = float(p1[e]);
+  }
+  const auto p2 = product(hh, hw2, m, n, n1, false, false);
+  for (index_t r = 0; r < n1; ++r) {
+    for (index_t c = 0; c < n; ++c) {
+      colsum2[c] += hw2[r * n + c];
+    }
+  }
+  for (int i = 0; i < iters; ++i) {
+    INFO("iteration " << i);
+    std::vector<double> want(p.size()), want_prev(p.size()), want2(p2.size());
+    for (index_t r = 0; r < m; ++r) {
+      for (index_t c = 0; c < n; ++c) {
+        const std::size_t e = std::size_t(r * n + c);
+        want[e] = p[e] + i * colsum[c] + hbias[c];
+        want_prev[e] = i == 0 ? std::nan("") : p[e] + (i - 1) * colsum[c] + hbias[c];
+        want2[e] = p2[e] + i * colsum2[c];
+      }
+    }
+    check_close<float>(host_of(ys[i]), want, "GEMM after the assignment that writes A");
+    if (i > 0) {
+      check_close<float>(host_of(zs[i]), want_prev, "the kernel before the GEMM that overwrites y");
+    }
+    check_close<float>(host_of(y2s[i]), want2, "GEMM after the GEMM that writes its A");
+  }
+  std::vector<double> last(p.size());
+  for (index_t r = 0; r < m; ++r) {
+    for (index_t c = 0; c < n; ++c) {
+      last[std::size_t(r * n + c)] = p[std::size_t(r * n + c)] + (iters - 1) * colsum[c] + hbias[c];
+    }
+  }
+  check_close<float>(host_of(y), last, "y after the last GEMM");
+}
+
 #endif
 
 } // namespace

@@ -13,6 +13,7 @@
 #define CUFUSE_DETAIL_FIRST_EVAL_KERNEL_CUH
 #endif
 
+#include "../core/pdl.cuh"
 #include "bind.cuh"
 
 namespace cufuse::detail {
@@ -31,12 +32,24 @@ inline constexpr int tile_block_size = tile_dim * tile_rows;
 template <class Expr>
 inline constexpr int eval_min_blocks = Expr::leaf_count <= 3 ? 8 : 1;
 
+#ifndef CUFUSE_ND_BLOCK
+#define CUFUSE_ND_BLOCK 256
+#endif
+/// Threads per block of the N-d kernel, and the blocks per SM it asks for: as many threads per
+/// SM (so the same register bound) as the flat kernel.
+inline constexpr int nd_block_size = CUFUSE_ND_BLOCK;
+template <class Expr>
+inline constexpr int nd_min_blocks = eval_min_blocks<Expr> * eval_block_size / nd_block_size > 0
+                                         ? eval_min_blocks<Expr>* eval_block_size / nd_block_size
+                                         : 1;
+
 /// dst[i] = expr[i] for i in [0, n). V > 1: 16-byte vectorized loads and stores of V elements
 /// per step (every pointer 16-byte aligned), a scalar tail; V == 1: one element per step.
 /// `I` is int32_t when every index fits (cheaper address arithmetic), else int64_t.
 template <int V, class I, class Dst, class Expr>
 __global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>)
     evaluate_kernel(Dst dst, Expr expr, I n) {
+  pdl_release(); // a GEMM launched after this kernel may set itself up (core/pdl.cuh)
   using T = typename Dst::value_type;
   const I stride = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);
   const I tid = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + threadIdx.x;
@@ -114,8 +127,9 @@ inline constexpr int nd_unroll = V > 1 && sizeof(I) == 4 && (V >= 8 || Expr::lea
 /// nd_unroll items a block apart (a warp's accesses stay consecutive), their loads issued
 /// before any store, so that more bytes are in flight per thread.
 template <int V, class I, int R, class Dst, class Expr>
-__global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>)
+__global__ void __launch_bounds__(nd_block_size, nd_min_blocks<Expr>)
     evaluate_nd_kernel(Dst dst, Expr expr, nd_walk<R, I> walk) {
+  pdl_release();
   using T = typename Dst::value_type;
   constexpr int U = nd_unroll<V, I, Expr>;
   const I block_items = static_cast<I>(blockDim.x) * U;
@@ -198,6 +212,7 @@ inline constexpr int tile_min_blocks = Expr::leaf_count <= 3 && sizeof(I) == 4 ?
 template <int V, class I, int R, class Dst, class Expr>
 __global__ void __launch_bounds__(tile_block_size, tile_min_blocks<Expr, I>)
     evaluate_tile_kernel(Dst dst, Expr expr, tile_walk<R, I> walk) {
+  pdl_release();
   using T = typename Dst::value_type;
   using U = unsigned_of<I>;
   constexpr int cols = tile_dim / V;           // threads along a row of the tile

@@ -10,6 +10,7 @@
 #endif
 
 #include "../core/error.hpp"
+#include "../core/pdl.cuh"
 #include "kernel.cuh"
 #include "plan.cuh"
 
@@ -74,16 +75,6 @@ bool sm90_kernel() {
          }) == 2;
 }
 
-/// Whether the driver captures programmatic dependent launches in CUDA Graphs (CUDA 12.3 and
-/// later), so that a split reduction or split-K GEMM inside cufuse::capture may use one.
-inline bool driver_captures_dependent_launches() {
-  static const bool ok = [] {
-    int v = 0;
-    return cudaDriverGetVersion(&v) == cudaSuccess && v >= 12030;
-  }();
-  return ok;
-}
-
 /// Enqueues Kernel<<<grid, block, 0, stream>>>(args...): as a programmatic dependent launch
 /// (launched while the kernel before it in the stream finishes; Kernel calls pdl_wait before it
 /// reads that kernel's results, core/pdl.cuh) where the device, Kernel's code and the driver
@@ -91,7 +82,7 @@ inline bool driver_captures_dependent_launches() {
 /// The split reductions' finish kernels and the GEMM's split-K reduction launch this way.
 template <auto Kernel, class... Args>
 cudaError_t launch_maybe_dependent(dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
-  if (sm90_kernel<Kernel>() && driver_captures_dependent_launches()) {
+  if (sm90_kernel<Kernel>() && dependent_launches()) {
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
@@ -113,14 +104,13 @@ cudaError_t launch_maybe_dependent(dim3 grid, dim3 block, cudaStream_t stream, A
 }
 
 /// Blocks per grid cap for `kernel` on the current device; computed on first use per device.
-template <auto Kernel>
+template <auto Kernel, int Block = eval_block_size>
 int cached_max_grid() {
   static std::atomic<int> cache[max_cached_devices] = {};
   return per_device(cache, [](int dev) {
     int sms = 0, per_sm = 0;
     CUFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    CUFUSE_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, eval_block_size, 0));
+    CUFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, Block, 0));
     const int waves = eval_waves();
     std::int64_t grid =
         waves > 0 ? std::int64_t(sms) * (per_sm > 0 ? per_sm : 1) * waves : max_grid_blocks;
@@ -152,10 +142,10 @@ void check_launch(const char* kernel, std::int64_t n, std::int64_t grid, int blo
 }
 
 /// Grid for `steps` work items of one thread each, capped as cached_max_grid says.
-template <auto Kernel>
+template <auto Kernel, int Block = eval_block_size>
 unsigned grid_for(std::int64_t steps) {
-  const std::int64_t needed = (steps + eval_block_size - 1) / eval_block_size;
-  const std::int64_t cap = cached_max_grid<Kernel>();
+  const std::int64_t needed = (steps + Block - 1) / Block;
+  const std::int64_t cap = cached_max_grid<Kernel, Block>();
   const std::int64_t g = needed < cap ? needed : cap;
   return static_cast<unsigned>(g > 0 ? g : 1);
 }
@@ -189,9 +179,9 @@ void launch_evaluate_nd(const Dst& dst, const Expr& expr, const eval_plan<R, L>&
   constexpr auto kernel = &evaluate_nd_kernel<V, I, R, Dst, Expr>;
   constexpr int per_thread = nd_unroll<V, I, Expr>;
   const I steps = (walk.work + per_thread - 1) / per_thread; // a thread takes several items
-  const unsigned grid = grid_for<kernel>(steps > walk.tail ? steps : walk.tail);
-  kernel<<<grid, eval_block_size, 0, stream>>>(dst, expr, walk);
-  check_launch<typename Dst::value_type>("evaluate_nd_kernel<<<>>>", pl.n, grid, eval_block_size,
+  const unsigned grid = grid_for<kernel, nd_block_size>(steps > walk.tail ? steps : walk.tail);
+  kernel<<<grid, nd_block_size, 0, stream>>>(dst, expr, walk);
+  check_launch<typename Dst::value_type>("evaluate_nd_kernel<<<>>>", pl.n, grid, nd_block_size,
                                          stream);
 }
 

@@ -22,6 +22,7 @@ namespace detail {
 template <int R, std::size_t K, class Dsts, class Exprs>
 __global__ void __launch_bounds__(eval_block_size)
     multi_kernel(Dsts dsts, Exprs exprs, row_walk<R> w, index_t total) {
+  pdl_release(); // a GEMM launched after this kernel may set itself up (core/pdl.cuh)
   for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += index_t(gridDim.x) * blockDim.x) {
     coords<R, index_t> p{};

@@ -7,6 +7,7 @@
 /// environment) is compiled once in libcufuse.
 #pragma once
 
+#include "../core/pdl.cuh"
 #include "orient.hpp"
 #include "variants.cuh"
 
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace cufuse::gemm_detail {
 
@@ -259,6 +261,24 @@ cudaLaunchConfig_t cluster_launch(cudaLaunchAttribute (&attr)[1]) {
   return cfg;
 }
 
+/// The launch attribute of a programmatic dependent launch (core/pdl.cuh).
+inline cudaLaunchAttribute dependent_launch_attribute() {
+  cudaLaunchAttribute a{};
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+  return a;
+}
+
+/// cudaLaunchKernelEx, its error returned and not left for the caller's next check.
+template <class Kernel, class... Args>
+cudaError_t launch_ex(const cudaLaunchConfig_t& cfg, Kernel kernel, Args&&... args) {
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+  }
+  return e;
+}
+
 /// How many clusters of `Cfg`'s kernel (epilogue `Epi`) the current device holds at once (its
 /// shared memory opted in first: prepare_variant). An H100 holds 66 clusters of two 64x128 blocks
 /// and 30 of four (not 33: its GPCs' SM counts).
@@ -360,18 +380,30 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
     // A cluster of Cfg::splits blocks per output tile (the kernel's cluster_reduce relies on
     // one tile per cluster); those the device cannot hold at once run as they free up.
     args.splits = Cfg::splits; // cluster_tiles: plane = batch * S + rank; k_chunk: host's plan
-    cudaLaunchAttribute attr[1];
-    cudaLaunchConfig_t cfg = cluster_launch<Cfg>(attr);
+    cudaLaunchAttribute cluster[1];
+    cudaLaunchConfig_t cfg = cluster_launch<Cfg>(cluster);
+    cudaLaunchAttribute attr[2] = {cluster[0], dependent_launch_attribute()};
+    cfg.attrs = attr;
+    cfg.numAttrs = detail::dependent_launches() ? 2 : 1;
     cfg.gridDim = dim3(cluster_tiles<Cfg::BM, Cfg::BN, Cfg::splits>::grid(args.m, args.n, batches));
     cfg.stream = stream;
-    return cudaLaunchKernelEx(&cfg, kernel, maps.a, maps.b, maps.c, maps.x, args, epi);
+    return launch_ex(cfg, kernel, maps.a, maps.b, maps.c, maps.x, args, epi);
   } else {
     const unsigned resident = unsigned(std::max(sms, 1) * Cfg::min_blocks);
     const unsigned blocks =
         persistent_tiles<Cfg::BM, Cfg::BN>::grid(args.m, args.n, grid.z, resident);
-    kernel<<<dim3(blocks), dim3(Cfg::threads), Cfg::smem_bytes, stream>>>(maps.a, maps.b, maps.c,
-                                                                          maps.x, args, epi);
-    return cudaSuccess;
+    // A programmatic dependent launch: the blocks set up their barriers while the kernel before
+    // finishes, then wait for it (kernel/wgmma.cuh, core/pdl.cuh). About 1 us less per GEMM
+    // that follows another kernel (bench/JOURNAL.md g36).
+    cudaLaunchAttribute attr[1] = {dependent_launch_attribute()};
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(Cfg::threads);
+    cfg.dynamicSmemBytes = Cfg::smem_bytes;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = detail::dependent_launches() ? 1 : 0;
+    return launch_ex(cfg, kernel, maps.a, maps.b, maps.c, maps.x, args, epi);
   }
 }
 

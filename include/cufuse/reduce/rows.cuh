@@ -838,6 +838,7 @@ template <int R, int V, std::size_t K, class Trees, class Outs, bool Clustered, 
 __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
                                   Split ? 32 : rows_min_blocks<Trees>)
     rows_kernel(Outs outs, Trees trees, row_walk<R> w) {
+  pdl_release(); // a GEMM launched after this kernel may set itself up (core/pdl.cuh)
   extern __shared__ __align__(16) unsigned char staged_all[];
   constexpr int state_bytes = rows_state_bytes<Trees>;
   __shared__ __align__(16) unsigned char partials[2][32 * state_bytes];

@@ -10,6 +10,7 @@
 /// only for sm_90a (src/CMakeLists.txt).
 #pragma once
 
+#include "../../core/pdl.cuh"
 #include "../epilogue/split_k.cuh"
 #include "../epilogue/wgmma_store.cuh"
 #include "../mainloop/wgmma.cuh"
@@ -117,6 +118,10 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
                                      persistent_tiles<Cfg::BM, Cfg::BN>>;
   const sched_t sched(p);
   sm.init_barriers(tid);
+  // A programmatic dependent launch (launch_wgmma): the setup above ran while the kernel before
+  // finished; every global access comes after this wait, in every block (core/pdl.cuh).
+  detail::pdl_wait();
+  detail::pdl_release(); // the next kernel may set itself up as this one's blocks finish
 
   if (tid < 128) {
     // Producer warpgroup: gives registers back to the consumers; one thread issues every copy.
