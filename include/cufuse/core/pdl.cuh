@@ -1,11 +1,12 @@
 /// \file Programmatic dependent launch (sm_90): a kernel lets the kernel launched after it with
 /// the launch attribute start early (`pdl_release`), and that kernel waits for the first one's
-/// results (`pdl_wait`) before it touches global memory. Launched this way: the wgmma GEMM
-/// kernels, the split reductions' finish kernels and the GEMM's split-K reduction. The
-/// evaluation, row and reduction kernels and the wgmma GEMM release their dependents at their
-/// start, so that a GEMM after a layer_norm or after another GEMM sets itself up while the
-/// previous kernel's last blocks run. The host asks for the launch where `dependent_launches()`
-/// allows.
+/// results (`pdl_wait`) before it touches global memory. Launched this way: the assignment
+/// kernels (flat, N-d, layout-changing, multi-output: eval/launch.cuh `launch_eval`), the row
+/// kernel, the wgmma GEMM kernels, the split reductions' finish kernels and the GEMM's split-K
+/// reduction. The assignment, reduction and wgmma kernels release their dependents at their
+/// start, the row kernel at its end (its blocks leave room on the SMs that waiting blocks of the
+/// next kernel would take: bench/JOURNAL.md g37). The host asks for the launch where
+/// `dependent_launches()` allows.
 ///
 /// The rule that keeps it exact: a kernel launched with the attribute calls pdl_wait in every
 /// block, before any global access (a block that returns early waits first), so its reads see

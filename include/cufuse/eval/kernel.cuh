@@ -49,7 +49,8 @@ inline constexpr int nd_min_blocks = eval_min_blocks<Expr> * eval_block_size / n
 template <int V, class I, class Dst, class Expr>
 __global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>)
     evaluate_kernel(Dst dst, Expr expr, I n) {
-  pdl_release(); // a GEMM launched after this kernel may set itself up (core/pdl.cuh)
+  pdl_release(); // the next kernel may set itself up (core/pdl.cuh)
+  pdl_wait();    // a dependent launch: the previous kernel's results first
   using T = typename Dst::value_type;
   const I stride = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);
   const I tid = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + threadIdx.x;
@@ -130,6 +131,7 @@ template <int V, class I, int R, class Dst, class Expr>
 __global__ void __launch_bounds__(nd_block_size, nd_min_blocks<Expr>)
     evaluate_nd_kernel(Dst dst, Expr expr, nd_walk<R, I> walk) {
   pdl_release();
+  pdl_wait();
   using T = typename Dst::value_type;
   constexpr int U = nd_unroll<V, I, Expr>;
   const I block_items = static_cast<I>(blockDim.x) * U;
@@ -213,6 +215,7 @@ template <int V, class I, int R, class Dst, class Expr>
 __global__ void __launch_bounds__(tile_block_size, tile_min_blocks<Expr, I>)
     evaluate_tile_kernel(Dst dst, Expr expr, tile_walk<R, I> walk) {
   pdl_release();
+  pdl_wait();
   using T = typename Dst::value_type;
   using U = unsigned_of<I>;
   constexpr int cols = tile_dim / V;           // threads along a row of the tile

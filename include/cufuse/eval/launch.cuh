@@ -1,6 +1,6 @@
 /// \file Launch policy: vector width, index width and grid, with the per-kernel, per-device
 /// configuration computed once (occupancy query) and cached, so a steady-state launch costs
-/// one cudaGetDevice and one <<<>>>.
+/// one cudaGetDevice and one launch (on sm_90 a programmatic dependent one: core/pdl.cuh).
 #pragma once
 
 // The first cufuse header of a file brings the evaluation engine at its end (see below).
@@ -59,9 +59,11 @@ int per_device(std::atomic<int> (&cache)[max_cached_devices], F&& compute) {
   return value;
 }
 
-/// True when the current device is sm_90 or later and `Kernel`'s code was built for sm_90 or
-/// later, so that the kernel's sm_90 steps (compiled only there) run: thread-block clusters,
-/// programmatic dependent launch.
+/// True when the current device is sm_90 or later and `Kernel`'s code was compiled for sm_90 or
+/// later, so that the kernel's sm_90 steps (compiled only where __CUDA_ARCH__ >= 900) are in it:
+/// thread-block clusters, programmatic dependent launch. Both the binary and the PTX it came
+/// from: code JIT-compiled for an H100 from compute_80 PTX has the binary version 90 but none of
+/// those steps.
 template <auto Kernel>
 bool sm90_kernel() {
   static std::atomic<int> cache[max_cached_devices] = {};
@@ -71,7 +73,7 @@ bool sm90_kernel() {
                cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
            cudaFuncAttributes attr{};
            CUFUSE_CUDA_CHECK(cudaFuncGetAttributes(&attr, Kernel));
-           return major >= 9 && attr.binaryVersion >= 90 ? 2 : 1;
+           return major >= 9 && attr.binaryVersion >= 90 && attr.ptxVersion >= 90 ? 2 : 1;
          }) == 2;
 }
 
@@ -101,6 +103,44 @@ cudaError_t launch_maybe_dependent(dim3 grid, dim3 block, cudaStream_t stream, A
   }
   Kernel<<<grid, block, 0, stream>>>(args...);
   return cudaGetLastError();
+}
+
+/// Enqueues Kernel<<<grid, block, smem, stream>>>(args...) for an assignment or a row kernel:
+/// as a programmatic dependent launch where the device, Kernel's code and the driver allow
+/// (Kernel calls pdl_release, then pdl_wait, first: core/pdl.cuh), else as an ordinary launch.
+/// A launch error is left for check_launch, as <<<>>> leaves it. `attr0`: one more attribute
+/// (a cluster shape), or none when its id is cudaLaunchAttributeIgnore.
+template <auto Kernel, class... Args>
+void launch_eval(dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
+                 cudaLaunchAttribute attr0, const Args&... args) {
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (attr0.id != cudaLaunchAttributeIgnore) {
+    attr[n++] = attr0;
+  }
+  if (sm90_kernel<Kernel>() && dependent_launches()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (n == 0) {
+    Kernel<<<grid, block, smem, stream>>>(args...);
+    return;
+  }
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
+  (void)cudaLaunchKernelEx(&cfg, Kernel, args...); // its error: cudaGetLastError, check_launch
+}
+
+/// No extra launch attribute (launch_eval).
+inline cudaLaunchAttribute no_attribute() {
+  cudaLaunchAttribute a{};
+  a.id = cudaLaunchAttributeIgnore;
+  return a;
 }
 
 /// Blocks per grid cap for `kernel` on the current device; computed on first use per device.
@@ -155,7 +195,8 @@ template <int V, class I, class Dst, class Expr>
 void launch_evaluate(const Dst& dst, const Expr& expr, std::int64_t n, cudaStream_t stream) {
   constexpr auto kernel = &evaluate_kernel<V, I, Dst, Expr>;
   const unsigned grid = grid_for<kernel>(V == 1 ? n : n / V);
-  kernel<<<grid, eval_block_size, 0, stream>>>(dst, expr, static_cast<I>(n));
+  launch_eval<kernel>(grid, eval_block_size, 0, stream, no_attribute(), dst, expr,
+                      static_cast<I>(n));
   check_launch<typename Dst::value_type>("evaluate_kernel<<<>>>", n, grid, eval_block_size, stream);
 }
 
@@ -180,7 +221,7 @@ void launch_evaluate_nd(const Dst& dst, const Expr& expr, const eval_plan<R, L>&
   constexpr int per_thread = nd_unroll<V, I, Expr>;
   const I steps = (walk.work + per_thread - 1) / per_thread; // a thread takes several items
   const unsigned grid = grid_for<kernel, nd_block_size>(steps > walk.tail ? steps : walk.tail);
-  kernel<<<grid, nd_block_size, 0, stream>>>(dst, expr, walk);
+  launch_eval<kernel>(grid, nd_block_size, 0, stream, no_attribute(), dst, expr, walk);
   check_launch<typename Dst::value_type>("evaluate_nd_kernel<<<>>>", pl.n, grid, nd_block_size,
                                          stream);
 }
@@ -208,8 +249,9 @@ void launch_evaluate_tile(const Dst& dst, const Expr& expr, const eval_plan<R, L
   const index_t tiles = outer * tiles_a * tiles_b;
   walk.tiles = static_cast<I>(tiles);
   const std::int64_t grid = tiles < max_grid_blocks ? tiles : max_grid_blocks;
-  evaluate_tile_kernel<V, I, R>
-      <<<unsigned(grid), tile_block_size, pl.smem_bytes, stream>>>(dst, expr, walk);
+  constexpr auto kernel = &evaluate_tile_kernel<V, I, R, Dst, Expr>;
+  launch_eval<kernel>(unsigned(grid), tile_block_size, std::size_t(pl.smem_bytes), stream,
+                      no_attribute(), dst, expr, walk);
   check_launch<typename Dst::value_type>("evaluate_tile_kernel<<<>>>", pl.n, grid, tile_block_size,
                                          stream);
 }

@@ -22,7 +22,8 @@ namespace detail {
 template <int R, std::size_t K, class Dsts, class Exprs>
 __global__ void __launch_bounds__(eval_block_size)
     multi_kernel(Dsts dsts, Exprs exprs, row_walk<R> w, index_t total) {
-  pdl_release(); // a GEMM launched after this kernel may set itself up (core/pdl.cuh)
+  pdl_release(); // the next kernel may set itself up (core/pdl.cuh)
+  pdl_wait();    // a dependent launch: the previous kernel's results first
   for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += index_t(gridDim.x) * blockDim.x) {
     coords<R, index_t> p{};
@@ -70,7 +71,7 @@ void evaluate_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
     const std::int64_t blocks = (total + eval_block_size - 1) / eval_block_size;
     const std::int64_t cap = cached_max_grid<kernel>();
     const unsigned grid = unsigned(blocks < cap ? blocks : cap);
-    kernel<<<grid, eval_block_size, 0, stream>>>(dsts, exprs, w, total);
+    launch_eval<kernel>(grid, eval_block_size, 0, stream, no_attribute(), dsts, exprs, w, total);
     check_launch<typename get_first<Ds...>::type::value_type>("multi_kernel<<<>>>", total, grid,
                                                               eval_block_size, stream);
   }

@@ -838,7 +838,7 @@ template <int R, int V, std::size_t K, class Trees, class Outs, bool Clustered, 
 __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
                                   Split ? 32 : rows_min_blocks<Trees>)
     rows_kernel(Outs outs, Trees trees, row_walk<R> w) {
-  pdl_release(); // a GEMM launched after this kernel may set itself up (core/pdl.cuh)
+  pdl_wait(); // a dependent launch: the previous kernel's results first (core/pdl.cuh)
   extern __shared__ __align__(16) unsigned char staged_all[];
   constexpr int state_bytes = rows_state_bytes<Trees>;
   __shared__ __align__(16) unsigned char partials[2][32 * state_bytes];
@@ -1062,6 +1062,10 @@ __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
       }
     });
   }
+  // The next kernel may set itself up now, not at the start: this kernel's blocks often leave
+  // room on the SMs, where the next kernel's waiting blocks would share the schedulers with the
+  // rows still being computed (a softmax between elementwise kernels ran slower so; JOURNAL g37).
+  pdl_release();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (Clustered) {
     cooperative_groups::this_cluster().sync(); // the others may still read `published`
@@ -1392,27 +1396,24 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   const index_t blocks = (w.rows + w.split - 1) / w.split;
   const index_t grid = (blocks < most ? blocks : most) * cluster;
   if (cluster > 1) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(unsigned(grid));
-    config.blockDim = dim3(unsigned(threads));
-    config.dynamicSmemBytes = std::size_t(bytes);
-    config.stream = stream;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
     attr.val.clusterDim.x = unsigned(cluster);
     attr.val.clusterDim.y = 1;
     attr.val.clusterDim.z = 1;
-    config.attrs = &attr;
-    config.numAttrs = 1;
-    CUFUSE_CUDA_CHECK_MSG(cudaLaunchKernelEx(&config, cluster_kernel, outs, trees, w),
-                          "rows_kernel (a cluster of " + std::to_string(cluster) +
-                              " blocks per row)");
-  } else {
-    auto kernel = plain_kernel;
+    launch_eval<cluster_kernel>(unsigned(grid), unsigned(threads), std::size_t(bytes), stream, attr,
+                                outs, trees, w);
+    CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "rows_kernel (a cluster of " +
+                                                  std::to_string(cluster) + " blocks per row)");
+  } else if (w.split == 2) {
     if constexpr (can_split) {
-      kernel = w.split == 2 ? &rows_kernel<R, V, K, trees_t, outs_t, false, true> : kernel;
+      constexpr auto split_kernel = &rows_kernel<R, V, K, trees_t, outs_t, false, true>;
+      launch_eval<split_kernel>(unsigned(grid), unsigned(threads), std::size_t(bytes), stream,
+                                no_attribute(), outs, trees, w);
     }
-    kernel<<<unsigned(grid), threads, bytes, stream>>>(outs, trees, w);
+  } else {
+    launch_eval<plain_kernel>(unsigned(grid), unsigned(threads), std::size_t(bytes), stream,
+                              no_attribute(), outs, trees, w);
   }
   check_launch<typename get_first<Ds...>::type::value_type>("rows_kernel<<<>>>", shape.size(), grid,
                                                             threads, stream);
