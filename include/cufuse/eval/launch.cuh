@@ -107,7 +107,8 @@ cudaError_t launch_maybe_dependent(dim3 grid, dim3 block, cudaStream_t stream, A
 
 /// Enqueues Kernel<<<grid, block, smem, stream>>>(args...) for an assignment or a row kernel:
 /// as a programmatic dependent launch where the device, Kernel's code and the driver allow
-/// (Kernel calls pdl_release, then pdl_wait, first: core/pdl.cuh), else as an ordinary launch.
+/// (Kernel calls pdl_wait before its first global access: core/pdl.cuh), else as an ordinary
+/// launch.
 /// A launch error is left for check_launch, as <<<>>> leaves it. `attr0`: one more attribute
 /// (a cluster shape), or none when its id is cudaLaunchAttributeIgnore.
 template <auto Kernel, class... Args>
