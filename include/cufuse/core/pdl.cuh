@@ -48,6 +48,14 @@ inline std::atomic<bool>& dependent_launch_switch() {
   return on;
 }
 
+/// The launch attribute of a programmatic dependent launch.
+inline cudaLaunchAttribute dependent_launch_attribute() {
+  cudaLaunchAttribute a{};
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+  return a;
+}
+
 /// Whether cufuse launches kernels as programmatic dependent launches: the switch is on and the
 /// driver captures them in CUDA Graphs (CUDA 12.3 and later), so that such a launch inside
 /// cufuse::capture works.

@@ -85,9 +85,7 @@ bool sm90_kernel() {
 template <auto Kernel, class... Args>
 cudaError_t launch_maybe_dependent(dim3 grid, dim3 block, cudaStream_t stream, Args... args) {
   if (sm90_kernel<Kernel>() && dependent_launches()) {
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attr[1] = {dependent_launch_attribute()};
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = grid;
     cfg.blockDim = block;
@@ -120,8 +118,7 @@ void launch_eval(dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
     attr[n++] = attr0;
   }
   if (sm90_kernel<Kernel>() && dependent_launches()) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+    attr[n++] = dependent_launch_attribute();
   }
   if (n == 0) {
     Kernel<<<grid, block, smem, stream>>>(args...);

@@ -261,14 +261,6 @@ cudaLaunchConfig_t cluster_launch(cudaLaunchAttribute (&attr)[1]) {
   return cfg;
 }
 
-/// The launch attribute of a programmatic dependent launch (core/pdl.cuh).
-inline cudaLaunchAttribute dependent_launch_attribute() {
-  cudaLaunchAttribute a{};
-  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  a.val.programmaticStreamSerializationAllowed = 1;
-  return a;
-}
-
 /// cudaLaunchKernelEx, its error returned and not left for the caller's next check.
 template <class Kernel, class... Args>
 cudaError_t launch_ex(const cudaLaunchConfig_t& cfg, Kernel kernel, Args&&... args) {
@@ -382,7 +374,7 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
     args.splits = Cfg::splits; // cluster_tiles: plane = batch * S + rank; k_chunk: host's plan
     cudaLaunchAttribute cluster[1];
     cudaLaunchConfig_t cfg = cluster_launch<Cfg>(cluster);
-    cudaLaunchAttribute attr[2] = {cluster[0], dependent_launch_attribute()};
+    cudaLaunchAttribute attr[2] = {cluster[0], detail::dependent_launch_attribute()};
     cfg.attrs = attr;
     cfg.numAttrs = detail::dependent_launches() ? 2 : 1;
     cfg.gridDim = dim3(cluster_tiles<Cfg::BM, Cfg::BN, Cfg::splits>::grid(args.m, args.n, batches));
@@ -395,7 +387,7 @@ cudaError_t launch_wgmma(Kernel kernel, const oriented& o, const Epi& epi, dim3 
     // A programmatic dependent launch: the blocks set up their barriers while the kernel before
     // finishes, then wait for it (kernel/wgmma.cuh, core/pdl.cuh). About 1 us less per GEMM
     // that follows another kernel (bench/JOURNAL.md g36).
-    cudaLaunchAttribute attr[1] = {dependent_launch_attribute()};
+    cudaLaunchAttribute attr[1] = {detail::dependent_launch_attribute()};
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(blocks);
     cfg.blockDim = dim3(Cfg::threads);
