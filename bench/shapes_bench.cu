@@ -2,7 +2,7 @@
 // slices, against the device-to-device copy measured in the same run. Every workload is checked
 // against a host reference on sampled elements before it is timed. Writes JSON (--out); the
 // PyTorch side is bench/torch_shapes.py, the table bench/shapes_report.py. SHAPES_BROADCASTS_ONLY=1
-// runs the broadcast rows alone.
+// runs the broadcast rows alone (with SHAPES_SLICES=1, the slice rows too).
 //
 // Bytes per call: each distinct input read once + the output written once, in the logical
 // element count (a step-2 slice counts the elements it reads, not the sectors it touches).
@@ -109,16 +109,6 @@ void layouts(const char* dtype, std::vector<row>& rows) {
     rows.push_back(
         {"transpose(X) [8192, 8192]", dtype, ms, 2.0 * m * n * es / (ms * 1e-3) / 1e9, bad});
     rows.back().ms_launch = tm.launch_ms;
-    cufuse::tensor<T, 2> S({m, n / 2});
-    S = cufuse::slice(X, cufuse::all, cufuse::range(0, n, 2)) * 2;
-    const int bad2 = check(
-        S, [&](std::size_t i) { return 2.0 * x[(i / (n / 2)) * n + 2 * (i % (n / 2))]; }, rng,
-        1e-6);
-    const double ms2 =
-        tm.median_ms([&] { S = cufuse::slice(X, cufuse::all, cufuse::range(0, n, 2)) * 2; });
-    rows.push_back({"slice(X, all, range(0, n, 2)) * 2", dtype, ms2,
-                    2.0 * m * (n / 2) * es / (ms2 * 1e-3) / 1e9, bad2});
-    rows.back().ms_launch = tm.launch_ms;
   } else {
     const index_t b = 64, r = 1024, c = 1024;
     cufuse::tensor<T, 3> P({b, r, c}), Z({b, c, r}), Y({b, c, r});
@@ -134,6 +124,43 @@ void layouts(const char* dtype, std::vector<row>& rows) {
     const double ms = tm.median_ms([&] { Y = cufuse::permute(P, {0, 2, 1}) + Z; });
     rows.push_back({"permute(P, {0, 2, 1}) + Z [64, 1024, 1024]", dtype, ms,
                     3.0 * b * r * c * es / (ms * 1e-3) / 1e9, bad});
+    rows.back().ms_launch = tm.launch_ms;
+  }
+}
+
+/// Views the vectorized kernels cannot read 16 bytes at a time: a step-2 slice along the rows
+/// (each thread gathers its elements) and a slice that starts one element into each row (every
+/// row misaligned), both written to a contiguous tensor.
+template <class T>
+void slices(const char* dtype, std::vector<row>& rows) {
+  std::mt19937_64 rng(13);
+  timer tm;
+  const index_t m = 8192, n = 8192;
+  const double es = sizeof(T);
+  cufuse::tensor<T, 2> X({m, n});
+  const auto x = random_fill(X, rng);
+  {
+    cufuse::tensor<T, 2> S({m, n / 2});
+    auto expr = [&] { S = cufuse::slice(X, cufuse::all, cufuse::range(0, n, 2)) * 2; };
+    expr();
+    const int bad = check(
+        S, [&](std::size_t i) { return 2.0 * x[(i / (n / 2)) * n + 2 * (i % (n / 2))]; }, rng,
+        tol_of<T>());
+    const double ms = tm.median_ms(expr);
+    rows.push_back({"slice(X, all, range(0, n, 2)) * 2", dtype, ms,
+                    2.0 * m * (n / 2) * es / (ms * 1e-3) / 1e9, bad});
+    rows.back().ms_launch = tm.launch_ms;
+  }
+  {
+    cufuse::tensor<T, 2> S({m, n - 1});
+    auto expr = [&] { S = cufuse::slice(X, cufuse::all, cufuse::range(1, n)) + 1; };
+    expr();
+    const int bad = check(
+        S, [&](std::size_t i) { return 1.0 + x[(i / (n - 1)) * n + 1 + i % (n - 1)]; }, rng,
+        tol_of<T>());
+    const double ms = tm.median_ms(expr);
+    rows.push_back({"slice(X, all, range(1, n)) + 1", dtype, ms,
+                    2.0 * m * (n - 1) * es / (ms * 1e-3) / 1e9, bad});
     rows.back().ms_launch = tm.launch_ms;
   }
 }
@@ -177,6 +204,11 @@ int main(int argc, char** argv) {
   if (std::getenv("SHAPES_BROADCASTS_ONLY") == nullptr) {
     layouts<float>("fp32", rows);
     layouts<bf16>("bf16", rows);
+  }
+  // SHAPES_SLICES=1 adds them to the broadcast rows alone; the full run always has them
+  if (std::getenv("SHAPES_BROADCASTS_ONLY") == nullptr || std::getenv("SHAPES_SLICES") != nullptr) {
+    slices<float>("fp32", rows);
+    slices<bf16>("bf16", rows);
   }
   // the per-call host cost of a small broadcast assignment next to an empty launch
   cufuse::tensor<float, 2> x({32, 32}), y({32, 32});

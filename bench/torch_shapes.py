@@ -20,21 +20,28 @@ def workloads(dev):
         yield ("X * col + bias", name, lambda x, c, b: x * c + b, (x, col, bias), (2 * m * n + m + n) * es)
     x = torch.empty(m, n, device=dev).uniform_(-2, 2)
     yield ("transpose(X) [8192, 8192]", "fp32", lambda x: x.t().contiguous(), (x,), 2 * m * n * 4)
-    yield ("slice(X, all, range(0, n, 2)) * 2", "fp32", lambda x: x[:, ::2] * 2, (x,), 2 * m * (n // 2) * 4)
     b, r, c = 64, 1024, 1024
     p = torch.empty(b, r, c, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
     z = torch.empty(b, c, r, device=dev, dtype=torch.bfloat16).uniform_(-2, 2)
     yield ("permute(P, {0, 2, 1}) + Z [64, 1024, 1024]", "bf16", lambda p, z: p.permute(0, 2, 1) + z,
            (p, z), 3 * b * r * c * 2)
+    for name, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        x = torch.empty(m, n, device=dev, dtype=dt).uniform_(-2, 2)
+        es = x.element_size()
+        yield ("slice(X, all, range(0, n, 2)) * 2", name, lambda x: x[:, ::2] * 2, (x,), 2 * m * (n // 2) * es)
+        yield ("slice(X, all, range(1, n)) + 1", name, lambda x: x[:, 1:] + 1, (x,), 2 * m * (n - 1) * es)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="torch_shapes.json")
+    ap.add_argument("--only", default="", help="time only the workloads whose name starts with this")
     args = ap.parse_args()
     dev = torch.device("cuda")
     rows = []
     for name, dtype, fn, ins, nbytes in workloads(dev):
+        if not name.startswith(args.only):
+            continue
         compiled = torch.compile(fn, dynamic=False)
         for impl, f in (("torch_eager", fn), ("torch_compile", compiled)):
             ms = median_ms(f, ins, 30)

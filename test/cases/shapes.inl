@@ -467,6 +467,67 @@ TEST_CASE("offsets that defeat 16-byte alignment, odd extents, broadcasts", "[sh
   }
 }
 
+namespace {
+/// Y = S2 * col + M - bias + S3 with S2 a step-2 slice, S3 a step-3 slice starting at 1, M a
+/// slice one element into each row (misaligned), col [m, 1] and bias [n]: on the GPU the
+/// destination's vectors are written whole and these operands gathered lane by lane where n
+/// allows vectors (a multiple of the vector, or one row), element by element otherwise. Then the
+/// same expression into a step-2 slice of a wider tensor (a destination no vector can write),
+/// whose other elements must keep their values.
+template <class T>
+void gathered_operands(index_t m, index_t n) {
+  using cufuse::all;
+  using cufuse::range;
+  // ranges that keep uint8 results in [0, 18]
+  auto X2 = random_tensor<T, 2>({m, 2 * n}, 0, 3);
+  auto X3 = random_tensor<T, 2>({m, 3 * n + 1}, 0, 3);
+  auto XM = random_tensor<T, 2>({m, n + 1}, 3, 6);
+  auto col = random_tensor<T, 2>({m, index_t(1)}, 0, 3);
+  auto bias = random_tensor<T, 1>(cufuse::extents<1>(n), 0, 3);
+  auto s2 = cufuse::slice(X2.t, all, range(0, 2 * n, 2));
+  auto s3 = cufuse::slice(X3.t, all, range(1, 3 * n + 1, 3));
+  auto sm = cufuse::slice(XM.t, all, range(1, n + 1));
+  auto ref = [&](const idx_t<2>& c) {
+    const index_t i = c[0], j = c[1];
+    return X2.v[i * 2 * n + 2 * j] * col.v[i] + XM.v[i * (n + 1) + 1 + j] - bias.v[j] +
+           X3.v[i * (3 * n + 1) + 1 + 3 * j];
+  };
+  const std::string what =
+      "S2 * col + M - bias + S3, [" + std::to_string(m) + ", " + std::to_string(n) + "]";
+  cufuse::tensor<T, 2, space> Y({m, n});
+  poison(Y);
+  Y = s2 * col.t + sm - bias.t + s3;
+  expect_all(what, Y, ref);
+  auto W = random_tensor<T, 2>({m, 2 * n + 1});
+  auto dst = cufuse::slice(W.t, all, range(1, 2 * n + 1, 2));
+  dst = s2 * col.t + sm - bias.t + s3;
+  expect_all(what + " into a step-2 slice", W.t, [&](const idx_t<2>& c) {
+    return c[1] % 2 == 1 ? ref({c[0], c[1] / 2}) : W.v[c[0] * (2 * n + 1) + c[1]];
+  });
+}
+} // namespace
+
+TEST_CASE("strided and misaligned operands into vector-aligned destinations", "[shapes][views]") {
+  // {m, n}: n a multiple of 16 (every element size's vector), one row with a tail, odd n
+  const std::pair<index_t, index_t> shapes[] = {{37, 96}, {1, 1003}, {5, 4097}, {3, 16}, {2, 1}};
+  for (auto [m, n] : shapes) {
+    gathered_operands<float>(m, n);
+    gathered_operands<__nv_bfloat16>(m, n);
+    gathered_operands<std::uint8_t>(m, n);
+  }
+  // rank 3, the gathered operand a step-2 slice of the middle and the innermost dimensions
+  auto T = random_tensor<__half, 3>({4, 10, 64});
+  auto B = random_tensor<__half, 3>({4, 5, 32});
+  cufuse::tensor<__half, 3, space> Y({4, 5, 32});
+  poison(Y);
+  using cufuse::all;
+  using cufuse::range;
+  Y = cufuse::slice(T.t, all, range(0, 10, 2), range(1, 64, 2)) * B.t;
+  expect_all("rank-3 strided half", Y, [&](const idx_t<3>& c) {
+    return T.v[(c[0] * 10 + 2 * c[1]) * 64 + 1 + 2 * c[2]] * B.v[(c[0] * 5 + c[1]) * 32 + c[2]];
+  });
+}
+
 TEST_CASE("views of views, host and device memory, and user-made strided views",
           "[shapes][views]") {
   cufuse::tensor<float, 1, space> storage(64);

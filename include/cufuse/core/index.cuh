@@ -17,6 +17,21 @@ struct coords {
   I c[R > 0 ? R : 1];
 };
 
+/// A position of the N-d kernel's gathering form: V lanes along the innermost dimension from
+/// `p` on, each operand read lane by lane at its own innermost stride (a strided or misaligned
+/// view that a 16-byte access cannot read).
+template <int R, class I>
+struct lanes_from {
+  coords<R, I> p;
+};
+
+/// A position of the N-d kernel's gathering form across rows: V consecutive elements of a
+/// contiguous destination, each lane with its own coordinates (the lanes may cross rows).
+template <int V, int R, class I>
+struct lanes_each {
+  coords<R, I> c[V];
+};
+
 /// A position given by its row-major linear index, for the kernel that the host has proven
 /// sees every operand contiguous and of the destination's shape.
 template <class I>

@@ -123,10 +123,19 @@ constexpr bool has_zero_dim_leaf() {
   }
 }
 
+#ifndef CUFUSE_ND_SCALAR_NARROW
+#define CUFUSE_ND_SCALAR_NARROW 1
+#endif
+/// The scalar N-d kernel with 32-bit indices where they fit (one more instantiation; 0: the
+/// 64-bit kernel alone). Measured (H200, JOURNAL s10): a misaligned fp32 slice 0.51x copy with
+/// 64-bit indices, 0.66x with 32-bit (4 elements per thread each).
+inline constexpr bool nd_scalar_narrow = CUFUSE_ND_SCALAR_NARROW != 0;
+
 /// Runs the plan's kernel. Which kernels are instantiated is part of the compile-time budget:
 /// a rank-1 destination with no rank-0 operand gets the flat kernel (32- and 64-bit) and the
-/// scalar N-d one, which cover it (broadcasting there can only come from an extent-1 vector);
-/// rank >= 2, or a rank-0 operand, adds the vectorized N-d kernels and, at rank >= 2, the tiles.
+/// scalar N-d ones (32- and 64-bit), which cover it (broadcasting there can only come from an
+/// extent-1 vector); rank >= 2, or a rank-0 operand, adds the vectorized N-d kernels (32- and
+/// 64-bit, and the gathering one) and, at rank >= 2, the tiles.
 template <int R, int L, class BD, class BE>
 void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
                      cudaStream_t stream) {
@@ -169,11 +178,21 @@ void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
   case eval_kind::nd:
     if constexpr (nd_vectorized) {
       if (pl.vec > 1) {
-        if (pl.wide) {
+        if (pl.read == nd_read::row_lanes) { // the plan gathers with 32-bit indices only
+          launch_evaluate_nd<vec, std::int32_t, nd_read::row_lanes>(dst, expr, pl, stream);
+        } else if (pl.read == nd_read::flat_lanes) {
+          launch_evaluate_nd<vec, std::int32_t, nd_read::flat_lanes>(dst, expr, pl, stream);
+        } else if (pl.wide) {
           launch_evaluate_nd<vec, std::int64_t>(dst, expr, pl, stream);
         } else {
           launch_evaluate_nd<vec, std::int32_t>(dst, expr, pl, stream);
         }
+        return;
+      }
+    }
+    if constexpr (nd_scalar_narrow) {
+      if (!pl.wide) {
+        launch_evaluate_nd<1, std::int32_t>(dst, expr, pl, stream);
         return;
       }
     }

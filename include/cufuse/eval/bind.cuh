@@ -53,6 +53,13 @@ CUFUSE_HOST_DEVICE constexpr int tile_pitch() {
 #define CUFUSE_TILE_PREFETCH 1
 #endif
 
+/// How the vectorized N-d kernel reads its operands: 16-byte vectors (every operand contiguous or
+/// repeated along the innermost dimension, aligned); lane by lane along one row (the
+/// destination's rows hold whole vectors, some operand is strided or misaligned); lane by lane
+/// with each lane's own coordinates (a contiguous destination whose rows do not hold whole
+/// vectors: the vectors run across rows).
+enum class nd_read { vectors, row_lanes, flat_lanes };
+
 /// A position inside a tile of the layout-changing kernel: its coordinates, and where it lies
 /// in the staged tiles (`la` along the tile's dimension a, `lb` along the innermost).
 template <int R, class I>
@@ -127,6 +134,32 @@ struct bound_leaf {
       return r;
     }
     return lanes_at<V>(off);
+  }
+
+  /// V lanes from `g.p` on, one load per lane at the leaf's innermost stride (0 where it repeats:
+  /// the lanes read one address): the gathering form, for views no vector access can read. The
+  /// lanes' loads are independent, so a thread has V of them in flight.
+  template <int V, class I>
+  CUFUSE_INLINE lane_regs<value_type, V> fetch_in(const lanes_from<R, I>& g) const {
+    const I off = offset(g.p);
+    const I step = static_cast<I>(str[R - 1]);
+    lane_regs<value_type, V> r;
+    CUFUSE_UNROLL
+    for (int k = 0; k < V; ++k) {
+      r.v[k] = ptr[off + static_cast<I>(k) * step];
+    }
+    return r;
+  }
+
+  /// V lanes at their own coordinates, one load each (the gathering form across rows).
+  template <int V, class I>
+  CUFUSE_INLINE lane_regs<value_type, V> fetch_in(const lanes_each<V, R, I>& g) const {
+    lane_regs<value_type, V> r;
+    CUFUSE_UNROLL
+    for (int k = 0; k < V; ++k) {
+      r.v[k] = ptr[offset(g.c[k])];
+    }
+    return r;
   }
 
   /// V lanes at element `off`: a vector load where the leaf is contiguous along the innermost

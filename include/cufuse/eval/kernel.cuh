@@ -110,40 +110,106 @@ CUFUSE_INLINE coords<R, I> nd_position(const nd_walk<R, I>& walk, I w) {
   return p;
 }
 
+/// The position after p in the walk's row-major order (the innermost coordinate plus one, carried
+/// into the dimensions before it; no division).
+template <int R, class I>
+CUFUSE_INLINE coords<R, I> nd_next(const nd_walk<R, I>& walk, coords<R, I> p) {
+  bool carry = true;
+  CUFUSE_UNROLL
+  for (int d = R - 1; d >= 0; --d) {
+    if (d >= walk.first) {
+      const I c = p.c[d] + 1;
+      const bool wrap = c == walk.ext[d];
+      p.c[d] = carry ? (wrap ? I(0) : c) : p.c[d];
+      carry = carry && wrap;
+    }
+  }
+  return p;
+}
+
 #ifndef CUFUSE_ND_UNROLL
 #define CUFUSE_ND_UNROLL 2
 #endif
-/// Work items per thread of the vectorized N-d kernel, all loaded before the first is stored:
-/// 2 with 32-bit indices for 16-bit (or smaller) elements or three or more operands, else 1.
-/// Measured on the H200 ([8192, 8192], of copy, 1 / 2 / 4 items; JOURNAL s7): `X * col + bias`
-/// bf16 0.893 / 0.925 / 0.583, fp32 0.953 / 0.971 / 0.599; `relu(X + bias)` bf16 0.932 / 0.934
-/// / 0.777, fp32 0.982 / 0.974 / 0.860. With 64-bit indices two items spill (32 registers).
-template <int V, class I, class Expr>
-inline constexpr int nd_unroll = V > 1 && sizeof(I) == 4 && (V >= 8 || Expr::leaf_count >= 3)
-                                     ? CUFUSE_ND_UNROLL
-                                     : 1;
+#ifndef CUFUSE_ND_SCALAR_UNROLL
+#define CUFUSE_ND_SCALAR_UNROLL 4
+#endif
+#ifndef CUFUSE_ND_LANES_UNROLL
+#define CUFUSE_ND_LANES_UNROLL 1
+#endif
+/// Work items per thread of the N-d kernel, all loaded before the first is stored.
+/// - Vectors: 2 with 32-bit indices for 16-bit (or smaller) elements or three or more operands,
+///   else 1. Measured on the H200 ([8192, 8192], of copy, 1 / 2 / 4 items; JOURNAL s7): `X * col
+///   + bias` bf16 0.893 / 0.925 / 0.583, fp32 0.953 / 0.971 / 0.599; `relu(X + bias)` bf16 0.932
+///   / 0.934 / 0.777, fp32 0.982 / 0.974 / 0.860. With 64-bit indices two items spill.
+/// - Lanes read one by one (nd_read): a vector's lanes are already V loads in flight.
+/// - Scalar (V == 1): 4 elements, as one 2- or 4-byte load per operand and element keeps too few
+///   bytes in flight; 2 with 64-bit indices (ptxas spilled at 4 under the 32-register bound).
+///   Measured (H200, fp32 [8192, 8191] from a view one element into each row, JOURNAL s10):
+///   0.39x copy at one element, 0.61x at 2, 0.66x at 4, 0.62x at 8.
+template <int V, class I, class Expr, nd_read Read = nd_read::vectors>
+inline constexpr int nd_unroll =
+    V == 1 ? (sizeof(I) == 4 ? CUFUSE_ND_SCALAR_UNROLL : (CUFUSE_ND_SCALAR_UNROLL + 1) / 2)
+    : Read != nd_read::vectors                            ? CUFUSE_ND_LANES_UNROLL
+    : sizeof(I) == 4 && (V >= 8 || Expr::leaf_count >= 3) ? CUFUSE_ND_UNROLL
+                                                          : 1;
 
 /// dst = expr over any strides. V > 1: each work item is V consecutive elements of a row
 /// (the plan checked contiguity or repetition along it, and alignment), and a thread takes
 /// nd_unroll items a block apart (a warp's accesses stay consecutive), their loads issued
-/// before any store, so that more bytes are in flight per thread.
-template <int V, class I, int R, class Dst, class Expr>
+/// before any store, so that more bytes are in flight per thread. `Read` (V > 1): how operands
+/// are read (nd_read); with flat_lanes the walk's items are V consecutive elements of the
+/// contiguous destination in row-major order, the walk's rows one element per "vector".
+template <int V, class I, int R, class Dst, class Expr, nd_read Read = nd_read::vectors>
 __global__ void __launch_bounds__(nd_block_size, nd_min_blocks<Expr>)
     evaluate_nd_kernel(Dst dst, Expr expr, nd_walk<R, I> walk) {
   pdl_release();
   pdl_wait();
   using T = typename Dst::value_type;
-  constexpr int U = nd_unroll<V, I, Expr>;
+  constexpr int U = nd_unroll<V, I, Expr, Read>;
   const I block_items = static_cast<I>(blockDim.x) * U;
   const I stride = static_cast<I>(gridDim.x) * block_items;
   const I tid = static_cast<I>(blockIdx.x) * block_items + threadIdx.x;
   if constexpr (V == 1) {
-    for (I w = tid; w < walk.work; w += stride) {
-      const coords<R, I> p = nd_position<V>(walk, w);
-      dst.store(p, convert<T>(expr.eval_in(p)));
+    for (I w0 = tid; w0 < walk.work; w0 += stride) {
+      I at[U]; // the destination's offsets: fewer registers than U positions
+      T out[U];
+      CUFUSE_UNROLL
+      for (int u = 0; u < U; ++u) {
+        const I w = w0 + static_cast<I>(u) * static_cast<I>(blockDim.x);
+        if (w < walk.work) {
+          const coords<R, I> p = nd_position<V>(walk, w);
+          at[u] = dst.offset(p);
+          out[u] = convert<T>(expr.eval_in(p));
+        }
+      }
+      CUFUSE_UNROLL
+      for (int u = 0; u < U; ++u) {
+        if (w0 + static_cast<I>(u) * static_cast<I>(blockDim.x) < walk.work) {
+          dst.ptr[at[u]] = out[u];
+        }
+      }
     }
   } else {
-    using Out = decltype(lanes_to<T, V>(expr.template fetch_in<V>(coords<R, I>{})));
+    constexpr bool flat = Read == nd_read::flat_lanes;
+    auto fetch = [&](I w, coords<R, I>& p) {
+      if constexpr (flat) {
+        lanes_each<V, R, I> q;
+        q.c[0] = nd_position<1>(walk, w * V);
+        CUFUSE_UNROLL
+        for (int k = 1; k < V; ++k) {
+          q.c[k] = nd_next(walk, q.c[k - 1]);
+        }
+        return lanes_to<T, V>(expr.template fetch_in<V>(q));
+      } else {
+        p = nd_position<V>(walk, w);
+        if constexpr (Read == nd_read::row_lanes) {
+          return lanes_to<T, V>(expr.template fetch_in<V>(lanes_from<R, I>{p}));
+        } else {
+          return lanes_to<T, V>(expr.template fetch_in<V>(p));
+        }
+      }
+    };
+    using Out = decltype(fetch(I(0), std::declval<coords<R, I>&>()));
     for (I w0 = tid; w0 < walk.work; w0 += stride) {
       coords<R, I> p[U];
       Out out[U];
@@ -151,20 +217,28 @@ __global__ void __launch_bounds__(nd_block_size, nd_min_blocks<Expr>)
       for (int u = 0; u < U; ++u) {
         const I w = w0 + static_cast<I>(u) * static_cast<I>(blockDim.x);
         if (w < walk.work) {
-          p[u] = nd_position<V>(walk, w);
-          out[u] = lanes_to<T, V>(expr.template fetch_in<V>(p[u]));
+          out[u] = fetch(w, p[u]);
         }
       }
       CUFUSE_UNROLL
       for (int u = 0; u < U; ++u) {
-        if (w0 + static_cast<I>(u) * static_cast<I>(blockDim.x) < walk.work) {
-          dst.template store_vec<V>(p[u], out[u]);
+        const I w = w0 + static_cast<I>(u) * static_cast<I>(blockDim.x);
+        if (w < walk.work) {
+          if constexpr (flat) {
+            dst.template store_vec<V>(flat_index<I>{w * V}, out[u]);
+          } else {
+            dst.template store_vec<V>(p[u], out[u]);
+          }
         }
       }
     }
     if (tid < walk.tail) {
       coords<R, I> p{};
-      p.c[R - 1] = walk.vecs_per_row * V + tid;
+      if constexpr (flat) {
+        p = nd_position<1>(walk, walk.work * V + tid);
+      } else {
+        p.c[R - 1] = walk.vecs_per_row * V + tid;
+      }
       dst.store(p, convert<T>(expr.eval_in(p)));
     }
   }

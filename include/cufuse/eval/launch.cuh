@@ -198,8 +198,8 @@ void launch_evaluate(const Dst& dst, const Expr& expr, std::int64_t n, cudaStrea
   check_launch<typename Dst::value_type>("evaluate_kernel<<<>>>", n, grid, eval_block_size, stream);
 }
 
-/// Launches evaluate_nd_kernel<V, I> over the plan's walk.
-template <int V, class I, int R, int L, class Dst, class Expr>
+/// Launches evaluate_nd_kernel<V, I, Read> over the plan's walk.
+template <int V, class I, nd_read Read = nd_read::vectors, int R, int L, class Dst, class Expr>
 void launch_evaluate_nd(const Dst& dst, const Expr& expr, const eval_plan<R, L>& pl,
                         cudaStream_t stream) {
   using U = unsigned_of<I>;
@@ -211,12 +211,19 @@ void launch_evaluate_nd(const Dst& dst, const Expr& expr, const eval_plan<R, L>&
       walk.div[d] = fast_divmod<U>(static_cast<U>(pl.ext[d]));
     }
   }
-  walk.vecs_per_row = static_cast<I>(pl.ext[R - 1] / V);
+  // flat_lanes: positions of single elements (a row of ext elements), items of V of them
+  constexpr int W = Read == nd_read::flat_lanes ? 1 : V;
+  walk.vecs_per_row = static_cast<I>(pl.ext[R - 1] / W);
   walk.row_vecs = fast_divmod<U>(static_cast<U>(walk.vecs_per_row > 0 ? walk.vecs_per_row : 1));
-  walk.work = static_cast<I>(pl.n / pl.ext[R - 1] * walk.vecs_per_row);
-  walk.tail = static_cast<I>(pl.ext[R - 1] - walk.vecs_per_row * V); // the plan: single row
-  constexpr auto kernel = &evaluate_nd_kernel<V, I, R, Dst, Expr>;
-  constexpr int per_thread = nd_unroll<V, I, Expr>;
+  if constexpr (Read == nd_read::flat_lanes) {
+    walk.work = static_cast<I>(pl.n / V);
+    walk.tail = static_cast<I>(pl.n % V);
+  } else {
+    walk.work = static_cast<I>(pl.n / pl.ext[R - 1] * walk.vecs_per_row);
+    walk.tail = static_cast<I>(pl.ext[R - 1] - walk.vecs_per_row * V); // the plan: single row
+  }
+  constexpr auto kernel = &evaluate_nd_kernel<V, I, R, Dst, Expr, Read>;
+  constexpr int per_thread = nd_unroll<V, I, Expr, Read>;
   const I steps = (walk.work + per_thread - 1) / per_thread; // a thread takes several items
   const unsigned grid = grid_for<kernel, nd_block_size>(steps > walk.tail ? steps : walk.tail);
   launch_eval<kernel>(grid, nd_block_size, 0, stream, no_attribute(), dst, expr, walk);

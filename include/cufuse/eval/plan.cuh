@@ -42,9 +42,10 @@ inline constexpr int max_tile_smem = 48 * 1024;
 template <int R, int L>
 struct eval_plan {
   eval_kind kind = eval_kind::nd;
-  int vec = 1;            ///< vector width along the innermost dimension (1: scalar)
-  bool wide = false;      ///< some index or offset needs 64 bits
-  bool temporary = false; ///< the destination overlaps an operand read at other elements
+  int vec = 1;                     ///< vector width along the innermost dimension (1: scalar)
+  nd_read read = nd_read::vectors; ///< N-d kernel, vec > 1: how operands are read
+  bool wide = false;               ///< some index or offset needs 64 bits
+  bool temporary = false;          ///< the destination overlaps an operand read at other elements
   index_t n = 0;
   int first = R - 1;  ///< dimensions before `first` have extent 1 (collapsed away)
   int tile_a = -1;    ///< layout-changing kernel: the tile's other dimension
@@ -260,7 +261,10 @@ eval_plan<R, L> make_plan(const operand_info<R>& dst, const extents<R>& shape,
   }
 
   // The N-d kernel; vectorized when every operand is contiguous or repeated along the innermost
-  // dimension, aligned, and the vectors stay inside rows.
+  // dimension, aligned, and the vectors stay inside rows. When only the destination's vectors
+  // are possible, they are still written whole and the operands read lane by lane (nd_read;
+  // 32-bit indices, the 64-bit walk runs the scalar kernel): a strided or misaligned view, or
+  // rows that do not hold whole vectors, then cost loads, not a thread per element.
   bool vec = vec_width > 1 && pl.dst[in] == 1 && aligned(dst.ptr) &&
              (pl.ext[in] % vec_width == 0 || m == 1);
   auto outer_multiple = [&](const strides<R>& s) {
@@ -272,12 +276,23 @@ eval_plan<R, L> make_plan(const operand_info<R>& dst, const extents<R>& shape,
     return true;
   };
   vec = vec && outer_multiple(pl.dst);
+  const bool dst_vec = vec;
   for (int l = 0; l < L && vec; ++l) {
     const index_t s = pl.leaves.str[l][in];
     vec = s == 0 || (s == 1 && aligned(src[l].ptr) && outer_multiple(pl.leaves.str[l]));
   }
   pl.kind = eval_kind::nd;
   pl.vec = vec ? vec_width : 1;
+  if (!vec && !pl.wide && vec_width > 1) {
+    bool contiguous = pl.dst[in] == 1 && aligned(dst.ptr);
+    for (int d = pl.first; d < in && contiguous; ++d) {
+      contiguous = pl.dst[d] == pl.dst[d + 1] * pl.ext[d + 1];
+    }
+    if (dst_vec || contiguous) {
+      pl.read = dst_vec ? nd_read::row_lanes : nd_read::flat_lanes;
+      pl.vec = vec_width;
+    }
+  }
   return pl;
 }
 
