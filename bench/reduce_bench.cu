@@ -338,16 +338,23 @@ void mid_sweep() {
                                   cudaMemcpyDeviceToDevice));
     });
     const int keep_min = cufuse::detail::rows_min_threads.load();
+    auto& pdl = cufuse::detail::dependent_launch_switch();
     for (int least : {32, 64}) {
       cufuse::detail::rows_min_threads.store(least);
       for (int split : {1, 0}) {
         cufuse::detail::rows_split.store(split != 0);
-        const double sm = tm.median_ms([&] { in.Y = cufuse::softmax(in.X, -1); });
-        const double ln = tm.median_ms([&] { in.Y = cufuse::layer_norm(in.X, in.w, in.b, 1e-5f); });
-        std::printf("mid sweep bf16 [%lld, %lld] blocks of >= %3d threads, split %d: copy "
-                    "%.4f ms, softmax %.4f ms (%.3f of copy), layer_norm %.4f ms (%.3f of copy)\n",
-                    static_cast<long long>(in.m), static_cast<long long>(in.n), least, split,
-                    copy_ms, sm, copy_ms / sm, ln, copy_ms / ln);
+        for (int dep : {1, 0}) { // dependent launches, then ordinary ones
+          pdl.store(dep != 0);
+          const double sm = tm.median_ms([&] { in.Y = cufuse::softmax(in.X, -1); });
+          const double ln =
+              tm.median_ms([&] { in.Y = cufuse::layer_norm(in.X, in.w, in.b, 1e-5f); });
+          std::printf("mid sweep bf16 [%lld, %lld] blocks of >= %3d threads, split %d, dependent "
+                      "%d: copy %.4f ms, softmax %.4f ms (%.3f of copy), layer_norm %.4f ms (%.3f "
+                      "of copy)\n",
+                      static_cast<long long>(in.m), static_cast<long long>(in.n), least, split,
+                      dep, copy_ms, sm, copy_ms / sm, ln, copy_ms / ln);
+        }
+        pdl.store(true);
       }
     }
     cufuse::detail::rows_split.store(true);
