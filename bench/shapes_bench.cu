@@ -163,6 +163,46 @@ void slices(const char* dtype, std::vector<row>& rows) {
                     2.0 * m * (n - 1) * es / (ms * 1e-3) / 1e9, bad});
     rows.back().ms_launch = tm.launch_ms;
   }
+  {
+    // rank 1: differences of neighbours, one operand a view one element in
+    const index_t len = m * n;
+    auto y = cufuse::reshape(X, {len});
+    cufuse::tensor<T, 1> D(len - 1);
+    auto expr = [&] {
+      D = cufuse::slice(y, cufuse::range(1, len)) - cufuse::slice(y, cufuse::range(0, len - 1));
+    };
+    expr();
+    const int bad = check(
+        D, [&](std::size_t i) { return double(x[i + 1]) - x[i]; }, rng, 2 * tol_of<T>());
+    const double ms = tm.median_ms(expr);
+    rows.push_back({"y[1:] - y[:-1], 2^26", dtype, ms, 2.0 * len * es / (ms * 1e-3) / 1e9, bad});
+    rows.back().ms_launch = tm.launch_ms;
+  }
+  {
+    // rows of an odd length (a vocabulary): no row starts aligned but every eighth
+    const index_t r = 4096, v = 50257;
+    cufuse::tensor<T, 2> L({r, v}), Y({r, v});
+    cufuse::tensor<T, 1> bias({v});
+    const auto l = random_fill(L, rng), b = random_fill(bias, rng);
+    auto expr = [&] { Y = L + bias; };
+    expr();
+    const int bad = check(
+        Y, [&](std::size_t i) { return double(l[i]) + b[i % v]; }, rng, tol_of<T>());
+    const double ms = tm.median_ms(expr);
+    rows.push_back(
+        {"X + bias [4096, 50257]", dtype, ms, (2.0 * r * v + v) * es / (ms * 1e-3) / 1e9, bad});
+    rows.back().ms_launch = tm.launch_ms;
+    cufuse::tensor<T, 2> col({r, index_t(1)});
+    const auto c = random_fill(col, rng);
+    auto expr3 = [&] { Y = L * col + bias; };
+    expr3();
+    const int bad3 = check(
+        Y, [&](std::size_t i) { return double(l[i]) * c[i / v] + b[i % v]; }, rng, tol_of<T>());
+    const double ms3 = tm.median_ms(expr3);
+    rows.push_back({"X * col + bias [4096, 50257]", dtype, ms3,
+                    (2.0 * r * v + r + v) * es / (ms3 * 1e-3) / 1e9, bad3});
+    rows.back().ms_launch = tm.launch_ms;
+  }
 }
 
 /// Host microseconds per back-to-back call (issue cost).

@@ -30,6 +30,16 @@ def workloads(dev):
         es = x.element_size()
         yield ("slice(X, all, range(0, n, 2)) * 2", name, lambda x: x[:, ::2] * 2, (x,), 2 * m * (n // 2) * es)
         yield ("slice(X, all, range(1, n)) + 1", name, lambda x: x[:, 1:] + 1, (x,), 2 * m * (n - 1) * es)
+        y = x.reshape(-1)
+        yield ("y[1:] - y[:-1], 2^26", name, lambda y: y[1:] - y[:-1], (y,), 2 * y.numel() * es)
+        del x, y
+        lg = torch.empty(4096, 50257, device=dev, dtype=dt).uniform_(-2, 2)
+        b = torch.empty(50257, device=dev, dtype=dt).uniform_(-2, 2)
+        yield ("X + bias [4096, 50257]", name, lambda x, b: x + b, (lg, b), (2 * 4096 * 50257 + 50257) * es)
+        c = torch.empty(4096, 1, device=dev, dtype=dt).uniform_(-2, 2)
+        yield ("X * col + bias [4096, 50257]", name, lambda x, c, b: x * c + b, (lg, c, b),
+               (2 * 4096 * 50257 + 4096 + 50257) * es)
+        del lg, b, c
 
 
 def main():

@@ -515,6 +515,23 @@ TEST_CASE("strided and misaligned operands into vector-aligned destinations", "[
     gathered_operands<__nv_bfloat16>(m, n);
     gathered_operands<std::uint8_t>(m, n);
   }
+  // rank 1: neighbours one element apart (a misaligned operand) and a step-3 slice
+  for (index_t n : {index_t(1), index_t(7), index_t(1000), index_t(4097)}) {
+    auto y = random_tensor<float, 1>(cufuse::extents<1>(n + 1), 0, 3);
+    auto z = random_tensor<float, 1>(cufuse::extents<1>(3 * n), 0, 3);
+    cufuse::tensor<float, 1, space> d(n);
+    poison(d);
+    d = cufuse::slice(y.t, cufuse::range(1, n + 1)) * 2 - cufuse::slice(y.t, cufuse::range(0, n)) +
+        cufuse::slice(z.t, cufuse::range(0, 3 * n, 3));
+    expect_all("rank-1 neighbours and a step-3 slice", d,
+               [&](const idx_t<1>& c) { return y.v[c[0] + 1] * 2 - y.v[c[0]] + z.v[3 * c[0]]; });
+    auto h = random_tensor<__nv_bfloat16, 1>(cufuse::extents<1>(n + 1));
+    cufuse::tensor<__nv_bfloat16, 1, space> e(n);
+    poison(e);
+    e = cufuse::slice(h.t, cufuse::range(1, n + 1)) - cufuse::slice(h.t, cufuse::range(0, n));
+    expect_all("rank-1 bf16 differences", e,
+               [&](const idx_t<1>& c) { return h.v[c[0] + 1] - h.v[c[0]]; });
+  }
   // rank 3, the gathered operand a step-2 slice of the middle and the innermost dimensions
   auto T = random_tensor<__half, 3>({4, 10, 64});
   auto B = random_tensor<__half, 3>({4, 5, 32});

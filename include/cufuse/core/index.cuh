@@ -26,10 +26,15 @@ struct lanes_from {
 };
 
 /// A position of the N-d kernel's gathering form across rows: V consecutive elements of a
-/// contiguous destination, each lane with its own coordinates (the lanes may cross rows).
+/// contiguous destination whose rows are at least V long, so that they span at most two rows:
+/// lanes [0, in_first) from `first` on along its row, the others from the start of the next row
+/// (`second`). Each leaf turns the two positions into two offsets and every lane into one
+/// multiply-add and a select.
 template <int V, int R, class I>
 struct lanes_each {
-  coords<R, I> c[V];
+  coords<R, I> first, second;
+  int in_first; // lanes in the first row (V: all)
+  I flat;       // the first lane's offset in the destination (row-major, contiguous)
 };
 
 /// A position given by its row-major linear index, for the kernel that the host has proven

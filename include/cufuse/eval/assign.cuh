@@ -132,10 +132,11 @@ constexpr bool has_zero_dim_leaf() {
 inline constexpr bool nd_scalar_narrow = CUFUSE_ND_SCALAR_NARROW != 0;
 
 /// Runs the plan's kernel. Which kernels are instantiated is part of the compile-time budget:
-/// a rank-1 destination with no rank-0 operand gets the flat kernel (32- and 64-bit) and the
-/// scalar N-d ones (32- and 64-bit), which cover it (broadcasting there can only come from an
-/// extent-1 vector); rank >= 2, or a rank-0 operand, adds the vectorized N-d kernels (32- and
-/// 64-bit, and the gathering one) and, at rank >= 2, the tiles.
+/// a rank-1 destination with no rank-0 operand gets the flat kernel (32- and 64-bit), the
+/// scalar N-d one (64-bit) and the N-d kernel reading lanes along its row (32-bit: strided and
+/// misaligned operands), which cover it (broadcasting there can only come from an extent-1
+/// vector); rank >= 2, or a rank-0 operand, adds the vectorized N-d kernels (32- and 64-bit,
+/// and the other lane-by-lane form), the scalar one at 32 bits and, at rank >= 2, the tiles.
 template <int R, int L, class BD, class BE>
 void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
                      cudaStream_t stream) {
@@ -189,8 +190,12 @@ void evaluate_device(const BD& dst, const BE& expr, const eval_plan<R, L>& pl,
         }
         return;
       }
+    } else if (pl.vec > 1 && pl.read == nd_read::row_lanes) {
+      // rank 1: a strided or misaligned operand (`y[1:] - y[:-1]`), lanes along the one row
+      launch_evaluate_nd<vec, std::int32_t, nd_read::row_lanes>(dst, expr, pl, stream);
+      return;
     }
-    if constexpr (nd_scalar_narrow) {
+    if constexpr (nd_scalar_narrow && nd_vectorized) {
       if (!pl.wide) {
         launch_evaluate_nd<1, std::int32_t>(dst, expr, pl, stream);
         return;

@@ -69,9 +69,15 @@ struct tile_pos {
   int la, lb;
 };
 
+/// `bound_leaf::smem` of a leaf read from memory (no staged tile), and of one that the N-d
+/// kernel's lane-by-lane forms may still read in 16-byte vectors: contiguous and aligned along
+/// the row (row_lanes), or laid out as the destination and aligned (flat_lanes).
+inline constexpr int leaf_direct = -1;
+inline constexpr int leaf_vectors = -2;
+
 /// A leaf bound to the destination's layout: `str[d]` is its stride along the destination's
 /// (reordered, collapsed) dimension d, 0 where it repeats. `smem`: byte offset of its staged
-/// tile in the layout-changing kernel, -1 when it is read from memory directly.
+/// tile in the layout-changing kernel, leaf_direct (or leaf_vectors) when it is read from memory.
 template <class T, int R, class Promo>
 struct bound_leaf {
   using value_type = std::remove_const_t<T>;
@@ -142,6 +148,9 @@ struct bound_leaf {
   template <int V, class I>
   CUFUSE_INLINE lane_regs<value_type, V> fetch_in(const lanes_from<R, I>& g) const {
     const I off = offset(g.p);
+    if (smem == leaf_vectors) {
+      return load_vec<V>(ptr + off);
+    }
     const I step = static_cast<I>(str[R - 1]);
     lane_regs<value_type, V> r;
     CUFUSE_UNROLL
@@ -151,13 +160,20 @@ struct bound_leaf {
     return r;
   }
 
-  /// V lanes at their own coordinates, one load each (the gathering form across rows).
+  /// V lanes at their own coordinates, one load each (the gathering form across rows), or one
+  /// vector at the destination's offset where the leaf is laid out as the destination.
   template <int V, class I>
   CUFUSE_INLINE lane_regs<value_type, V> fetch_in(const lanes_each<V, R, I>& g) const {
+    if (smem == leaf_vectors) {
+      return load_vec<V>(ptr + g.flat);
+    }
+    const I step = static_cast<I>(str[R - 1]);
+    const I off0 = offset(g.first);
+    const I off1 = offset(g.second) - static_cast<I>(g.in_first) * step;
     lane_regs<value_type, V> r;
     CUFUSE_UNROLL
     for (int k = 0; k < V; ++k) {
-      r.v[k] = ptr[offset(g.c[k])];
+      r.v[k] = ptr[(k < g.in_first ? off0 : off1) + static_cast<I>(k) * step];
     }
     return r;
   }

@@ -72,6 +72,19 @@ __global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>)
   }
 }
 
+#ifndef CUFUSE_ND_LANES_MIN_BLOCKS
+#define CUFUSE_ND_LANES_MIN_BLOCKS 6
+#endif
+/// Blocks per SM the lane-by-lane forms ask for: as the vector form, but at most
+/// CUFUSE_ND_LANES_MIN_BLOCKS (42 registers at 6) with three or more operands, whose lanes
+/// spilled 28-42 bytes at 32 registers (bf16 `X * col + bias`). With fewer operands as the
+/// vector form (no spill): 6 and 4 blocks ran 1-8% slower there (JOURNAL s10).
+template <class Expr>
+inline constexpr int nd_lanes_min_blocks =
+    Expr::leaf_count >= 3 && CUFUSE_ND_LANES_MIN_BLOCKS < nd_min_blocks<Expr>
+        ? CUFUSE_ND_LANES_MIN_BLOCKS
+        : nd_min_blocks<Expr>;
+
 /// The walk of the N-d kernel: extents of dimensions [first, R), a divisor for each dimension
 /// between `first` and the innermost, and one for the vectors of a row.
 template <int R, class I>
@@ -110,23 +123,6 @@ CUFUSE_INLINE coords<R, I> nd_position(const nd_walk<R, I>& walk, I w) {
   return p;
 }
 
-/// The position after p in the walk's row-major order (the innermost coordinate plus one, carried
-/// into the dimensions before it; no division).
-template <int R, class I>
-CUFUSE_INLINE coords<R, I> nd_next(const nd_walk<R, I>& walk, coords<R, I> p) {
-  bool carry = true;
-  CUFUSE_UNROLL
-  for (int d = R - 1; d >= 0; --d) {
-    if (d >= walk.first) {
-      const I c = p.c[d] + 1;
-      const bool wrap = c == walk.ext[d];
-      p.c[d] = carry ? (wrap ? I(0) : c) : p.c[d];
-      carry = carry && wrap;
-    }
-  }
-  return p;
-}
-
 #ifndef CUFUSE_ND_UNROLL
 #define CUFUSE_ND_UNROLL 2
 #endif
@@ -143,13 +139,14 @@ CUFUSE_INLINE coords<R, I> nd_next(const nd_walk<R, I>& walk, coords<R, I> p) {
 ///   / 0.934 / 0.777, fp32 0.982 / 0.974 / 0.860. With 64-bit indices two items spill.
 /// - Lanes read one by one (nd_read): a vector's lanes are already V loads in flight.
 /// - Scalar (V == 1): 4 elements, as one 2- or 4-byte load per operand and element keeps too few
-///   bytes in flight; 2 with 64-bit indices (ptxas spilled at 4 under the 32-register bound).
+///   bytes in flight; 1 with 64-bit indices (ptxas spilled at 2 and 4 under the 32-register
+///   bound).
 ///   Measured (H200, fp32 [8192, 8191] from a view one element into each row, JOURNAL s10):
 ///   0.39x copy at one element, 0.61x at 2, 0.66x at 4, 0.62x at 8.
 template <int V, class I, class Expr, nd_read Read = nd_read::vectors>
 inline constexpr int nd_unroll =
-    V == 1 ? (sizeof(I) == 4 ? CUFUSE_ND_SCALAR_UNROLL : (CUFUSE_ND_SCALAR_UNROLL + 1) / 2)
-    : Read != nd_read::vectors                            ? CUFUSE_ND_LANES_UNROLL
+    V == 1                     ? (sizeof(I) == 4 ? CUFUSE_ND_SCALAR_UNROLL : 1)
+    : Read != nd_read::vectors ? CUFUSE_ND_LANES_UNROLL
     : sizeof(I) == 4 && (V >= 8 || Expr::leaf_count >= 3) ? CUFUSE_ND_UNROLL
                                                           : 1;
 
@@ -160,7 +157,9 @@ inline constexpr int nd_unroll =
 /// are read (nd_read); with flat_lanes the walk's items are V consecutive elements of the
 /// contiguous destination in row-major order, the walk's rows one element per "vector".
 template <int V, class I, int R, class Dst, class Expr, nd_read Read = nd_read::vectors>
-__global__ void __launch_bounds__(nd_block_size, nd_min_blocks<Expr>)
+__global__ void __launch_bounds__(nd_block_size, Read == nd_read::vectors
+                                                     ? nd_min_blocks<Expr>
+                                                     : nd_lanes_min_blocks<Expr>)
     evaluate_nd_kernel(Dst dst, Expr expr, nd_walk<R, I> walk) {
   pdl_release();
   pdl_wait();
@@ -194,10 +193,23 @@ __global__ void __launch_bounds__(nd_block_size, nd_min_blocks<Expr>)
     auto fetch = [&](I w, coords<R, I>& p) {
       if constexpr (flat) {
         lanes_each<V, R, I> q;
-        q.c[0] = nd_position<1>(walk, w * V);
+        q.first = nd_position<1>(walk, w * V);
+        q.flat = w * V;
+        const I left = walk.ext[R - 1] - q.first.c[R - 1]; // lanes left in the first row
+        q.in_first = left < V ? int(left) : V;
+        // the next row's first element: the row coordinates plus one, carried (the last row's
+        // successor wraps to row 0; no lane reads it then)
+        q.second = q.first;
+        q.second.c[R - 1] = 0;
+        bool carry = true;
         CUFUSE_UNROLL
-        for (int k = 1; k < V; ++k) {
-          q.c[k] = nd_next(walk, q.c[k - 1]);
+        for (int d = R - 2; d >= 0; --d) {
+          if (d >= walk.first) {
+            const I c = q.second.c[d] + 1;
+            const bool wrap = c == walk.ext[d];
+            q.second.c[d] = carry ? (wrap ? I(0) : c) : q.second.c[d];
+            carry = carry && wrap;
+          }
         }
         return lanes_to<T, V>(expr.template fetch_in<V>(q));
       } else {

@@ -288,9 +288,24 @@ eval_plan<R, L> make_plan(const operand_info<R>& dst, const extents<R>& shape,
     for (int d = pl.first; d < in && contiguous; ++d) {
       contiguous = pl.dst[d] == pl.dst[d + 1] * pl.ext[d + 1];
     }
-    if (dst_vec || contiguous) {
+    // flat_lanes: rows at least a vector long, so that a vector spans at most two of them
+    if (dst_vec || (contiguous && pl.ext[in] >= vec_width)) {
       pl.read = dst_vec ? nd_read::row_lanes : nd_read::flat_lanes;
       pl.vec = vec_width;
+      // operands a vector can still read: contiguous and aligned along the row (row_lanes), laid
+      // out as the destination and aligned (flat_lanes: X in `X + bias` over rows of odd length)
+      for (int l = 0; l < L; ++l) {
+        const strides<R>& s = pl.leaves.str[l];
+        bool v = aligned(src[l].ptr);
+        if (pl.read == nd_read::row_lanes) {
+          v = v && s[in] == 1 && outer_multiple(s);
+        } else {
+          for (int d = pl.first; d <= in && v; ++d) {
+            v = s[d] == pl.dst[d] || pl.ext[d] == 1;
+          }
+        }
+        pl.leaves.smem[l] = v ? leaf_vectors : leaf_direct;
+      }
     }
   }
   return pl;
