@@ -56,8 +56,8 @@ CUFUSE_HOST_DEVICE constexpr int tile_pitch() {
 /// How the vectorized N-d kernel reads its operands: 16-byte vectors (every operand contiguous or
 /// repeated along the innermost dimension, aligned); lane by lane along one row (the
 /// destination's rows hold whole vectors, some operand is strided or misaligned); lane by lane
-/// with each lane's own coordinates (a contiguous destination whose rows do not hold whole
-/// vectors: the vectors run across rows).
+/// from two positions, the item's first and the next row's start (a contiguous destination
+/// whose rows do not hold whole vectors: a vector spans at most two rows).
 enum class nd_read { vectors, row_lanes, flat_lanes };
 
 /// A position inside a tile of the layout-changing kernel: its coordinates, and where it lies

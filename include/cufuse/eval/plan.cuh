@@ -202,7 +202,7 @@ eval_plan<R, L> make_plan(const operand_info<R>& dst, const extents<R>& shape,
     pl.dst[d] = s >= 0 ? st[s][0] : 0;
     for (int l = 0; l < L; ++l) {
       pl.leaves.str[l][d] = s >= 0 ? st[s][1 + l] : 0;
-      pl.leaves.smem[l] = -1;
+      pl.leaves.smem[l] = leaf_direct;
     }
   }
 
