@@ -351,8 +351,8 @@ void mid_sweep() {
           std::printf("mid sweep bf16 [%lld, %lld] blocks of >= %3d threads, split %d, dependent "
                       "%d: copy %.4f ms, softmax %.4f ms (%.3f of copy), layer_norm %.4f ms (%.3f "
                       "of copy)\n",
-                      static_cast<long long>(in.m), static_cast<long long>(in.n), least, split,
-                      dep, copy_ms, sm, copy_ms / sm, ln, copy_ms / ln);
+                      static_cast<long long>(in.m), static_cast<long long>(in.n), least, split, dep,
+                      copy_ms, sm, copy_ms / sm, ln, copy_ms / ln);
         }
         pdl.store(true);
       }
