@@ -76,12 +76,14 @@ __global__ void __launch_bounds__(eval_block_size, eval_min_blocks<Expr>)
 #define CUFUSE_ND_LANES_MIN_BLOCKS 6
 #endif
 /// Blocks per SM the lane-by-lane forms ask for: as the vector form, but at most
-/// CUFUSE_ND_LANES_MIN_BLOCKS (42 registers at 6) with three or more operands, whose lanes
-/// spilled 28-42 bytes at 32 registers (bf16 `X * col + bias`). With fewer operands as the
-/// vector form (no spill): 6 and 4 blocks ran 1-8% slower there (JOURNAL s10).
-template <class Expr>
+/// CUFUSE_ND_LANES_MIN_BLOCKS (42 registers at 6) with three or more operands of 8 lanes or
+/// more, whose lanes spilled 28-42 bytes at 32 registers (bf16 `X * col + bias`). With fewer
+/// operands as the vector form (no spill): 6 and 4 blocks ran 1-8% slower there (JOURNAL s10).
+/// Four lanes (fp32) fit in 32 registers: fp32 `X * col + bias` on rows of 50257 ran 0.90x copy
+/// at 6 blocks, 0.97x at 8 (JOURNAL s11).
+template <int V, class Expr>
 inline constexpr int nd_lanes_min_blocks =
-    Expr::leaf_count >= 3 && CUFUSE_ND_LANES_MIN_BLOCKS < nd_min_blocks<Expr>
+    V >= 8 && Expr::leaf_count >= 3 && CUFUSE_ND_LANES_MIN_BLOCKS < nd_min_blocks<Expr>
         ? CUFUSE_ND_LANES_MIN_BLOCKS
         : nd_min_blocks<Expr>;
 
@@ -159,7 +161,7 @@ inline constexpr int nd_unroll =
 template <int V, class I, int R, class Dst, class Expr, nd_read Read = nd_read::vectors>
 __global__ void __launch_bounds__(nd_block_size, Read == nd_read::vectors
                                                      ? nd_min_blocks<Expr>
-                                                     : nd_lanes_min_blocks<Expr>)
+                                                     : nd_lanes_min_blocks<V, Expr>)
     evaluate_nd_kernel(Dst dst, Expr expr, nd_walk<R, I> walk) {
   pdl_release();
   pdl_wait();
