@@ -378,21 +378,8 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::vector<row> rows;
-  double copy_gbps = 0, copy_launch_gbps = 0;
-  {
-    const std::size_t bytes = std::size_t(1) << 30;
-    void *a = nullptr, *b = nullptr;
-    BENCH_CHECK(cudaMalloc(&a, bytes));
-    BENCH_CHECK(cudaMalloc(&b, bytes));
-    BENCH_CHECK(cudaMemset(a, 1, bytes));
-    timer tm;
-    const double ms =
-        tm.median_ms([&] { BENCH_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
-    copy_gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
-    copy_launch_gbps = 2.0 * bytes / (tm.launch_ms * 1e-3) / 1e9;
-    BENCH_CHECK(cudaFree(a));
-    BENCH_CHECK(cudaFree(b));
-  }
+  const bench::copy_rate copy = bench::measure_copy();
+  const double copy_gbps = copy.gbps, copy_launch_gbps = copy.launch_gbps;
   if (std::getenv("REDUCE_MID_SWEEP") != nullptr) { // set: that sweep alone
     mid_sweep();
     return 0;

@@ -175,20 +175,7 @@ int main(int argc, char** argv) {
     }
   }
   const cudaDeviceProp prop = bench::print_device();
-  double copy_gbps = 0;
-  {
-    const std::size_t bytes = std::size_t(1) << 30;
-    void *a = nullptr, *c = nullptr;
-    BENCH_CHECK(cudaMalloc(&a, bytes));
-    BENCH_CHECK(cudaMalloc(&c, bytes));
-    BENCH_CHECK(cudaMemset(a, 1, bytes));
-    bench::timer tm;
-    const double ms =
-        tm.median_ms([&] { BENCH_CHECK(cudaMemcpyAsync(c, a, bytes, cudaMemcpyDeviceToDevice)); });
-    copy_gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
-    BENCH_CHECK(cudaFree(a));
-    BENCH_CHECK(cudaFree(c));
-  }
+  const double copy_gbps = bench::measure_copy().gbps;
   std::printf("device-to-device copy %.0f GB/s\n", copy_gbps);
   std::printf("| workload | dtype | kernel | ms | GB/s | / copy | max abs diff to cufuse |\n");
   std::printf("|---|---|---|---|---|---|---|\n");

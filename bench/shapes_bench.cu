@@ -223,21 +223,8 @@ int main(int argc, char** argv) {
   BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::vector<row> rows;
   // device-to-device copy of 1 GiB: the floor every row is compared with
-  double copy_gbps = 0, copy_launch_gbps = 0;
-  {
-    const std::size_t bytes = std::size_t(1) << 30;
-    void *a = nullptr, *b = nullptr;
-    BENCH_CHECK(cudaMalloc(&a, bytes));
-    BENCH_CHECK(cudaMalloc(&b, bytes));
-    BENCH_CHECK(cudaMemset(a, 1, bytes));
-    timer tm;
-    const double ms =
-        tm.median_ms([&] { BENCH_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
-    copy_gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
-    copy_launch_gbps = 2.0 * bytes / (tm.launch_ms * 1e-3) / 1e9;
-    BENCH_CHECK(cudaFree(a));
-    BENCH_CHECK(cudaFree(b));
-  }
+  const bench::copy_rate copy = bench::measure_copy();
+  const double copy_gbps = copy.gbps, copy_launch_gbps = copy.launch_gbps;
   broadcasts<float>("fp32", 8192, 8192, rows);
   broadcasts<bf16>("bf16", 8192, 8192, rows);
   // SHAPES_BROADCASTS_ONLY=1: the broadcast rows alone (A/B sweeps of the N-d kernel)

@@ -116,6 +116,26 @@ private:
   }
 };
 
+/// The device-to-device copy bandwidth (read + write) of `bytes`, the floor the memory-bound
+/// benchmarks are compared with: device time (timer::median_ms) and with the host launch.
+struct copy_rate {
+  double gbps, launch_gbps;
+};
+inline copy_rate measure_copy(std::size_t bytes = std::size_t(1) << 30) {
+  void *a = nullptr, *b = nullptr;
+  BENCH_CHECK(cudaMalloc(&a, bytes));
+  BENCH_CHECK(cudaMalloc(&b, bytes));
+  BENCH_CHECK(cudaMemset(a, 1, bytes));
+  timer tm;
+  const double ms =
+      tm.median_ms([&] { BENCH_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+  const copy_rate r{2.0 * double(bytes) / (ms * 1e-3) / 1e9,
+                    2.0 * double(bytes) / (tm.launch_ms * 1e-3) / 1e9};
+  BENCH_CHECK(cudaFree(a));
+  BENCH_CHECK(cudaFree(b));
+  return r;
+}
+
 /// Host-side microseconds per call: median over rounds of `calls` back-to-back calls, timed on
 /// the host clock until the last call returns (issue cost), and until the device is idle (wall).
 struct host_cost {
