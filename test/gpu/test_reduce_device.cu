@@ -931,3 +931,102 @@ TEST_CASE("short rows two to a block, a half-warp each, against loops", "[reduce
     }
   }
 }
+
+TEST_CASE("the row kernel's direct and general forms, against loops", "[reduce_gpu]") {
+  // Where every operand is staged, or contiguous and aligned, and every output row is, the
+  // passes read each whole chunk in one access per leaf (rows_last_direct 1); any other operand
+  // (here a w of every other element) or output (rows of 100 or 4099 bf16, 4099 fp32) takes the
+  // general form (0). Tail chunks (4099), short rows two to a 32-thread block (100, 1000), long
+  // bf16 rows in a cluster (70000 columns, sm_90), and bf16 X with fp32 w, b and outputs
+  // (chunks of 4 columns) including the per-row mean and rstd.
+  int major = 0;
+  CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  using bf16 = __nv_bfloat16;
+  for (const index_t n : {index_t(100), index_t(1000), index_t(4099), index_t(70000)}) {
+    const index_t m = n > 10000 ? 5 : 37;
+    cufuse::tensor<float, 2> Xf({m, n}), Yf({m, n}), mu({m, 1}), rs({m, 1});
+    cufuse::tensor<float, 1> W2f({2 * n}), Bf({n});
+    cufuse::tensor<bf16, 2> X({m, n}), Y({m, n});
+    cufuse::tensor<bf16, 1> W2({2 * n}), B({n});
+    Xf.upload(rnd(std::size_t(m * n), -3, 5));
+    W2f.upload(rnd(std::size_t(2 * n), 0.5f, 1.5f));
+    Bf.upload(rnd(std::size_t(n)));
+    X = Xf;
+    W2 = W2f;
+    B = Bf;
+    const auto xh = X.download(), wh = W2.download(), bh = B.download();
+    const auto wfh = W2f.download(), bfh = Bf.download();
+    auto x = [&](index_t i, index_t j) { return double(float(xh[std::size_t(i * n + j)])); };
+    std::vector<double> mean(std::size_t(m), 0.0), rstd(std::size_t(m), 0.0);
+    for (index_t i = 0; i < m; ++i) {
+      double s = 0, q = 0;
+      for (index_t j = 0; j < n; ++j) {
+        s += x(i, j);
+      }
+      s /= double(n);
+      for (index_t j = 0; j < n; ++j) {
+        q += (x(i, j) - s) * (x(i, j) - s);
+      }
+      mean[std::size_t(i)] = s;
+      rstd[std::size_t(i)] = 1 / std::sqrt(q / double(n) + 1e-5);
+    }
+    // got(i, j) against (x - mean) * rstd * w(j) + b(j); out_bytes: of an output element (the
+    // direct form also needs the output's rows 16-byte aligned)
+    auto check = [&](const char* what, bool contiguous, int out_bytes, auto&& got, auto&& w,
+                     auto&& b, double tol) {
+      INFO(what << ", [" << m << ", " << n << "]");
+      const bool direct = contiguous && n * out_bytes % 16 == 0;
+      CHECK(cufuse::detail::rows_last_direct.load() == (direct ? 1 : 0));
+      if (n == 70000 && major >= 9) {
+        CHECK(cufuse::detail::rows_last_cluster.load() > 1);
+      }
+      if (n == 100) {
+        CHECK(cufuse::detail::rows_last_split.load() == 2);
+      }
+      int bad = 0;
+      for (index_t i = 0; i < m; ++i) {
+        for (index_t j = 0; j < n; ++j) {
+          const double want = (x(i, j) - mean[std::size_t(i)]) * rstd[std::size_t(i)] * w(j) + b(j);
+          bad += !(std::fabs(got(i, j) - want) <= tol * (1 + std::fabs(want)));
+        }
+      }
+      CHECK(bad == 0);
+    };
+    auto bfw = [&](index_t step) {
+      return [&, step](index_t j) { return double(float(wh[std::size_t(j * step)])); };
+    };
+    auto bfb = [&](index_t j) { return double(float(bh[std::size_t(j)])); };
+    for (const index_t step : {index_t(1), index_t(2)}) {
+      Y.fill(std::numeric_limits<float>::quiet_NaN());
+      Y = cufuse::layer_norm(X, cufuse::slice(W2, cufuse::range(0, step * n, step)), B, 1e-5f);
+      const auto yh = Y.download();
+      check(
+          step == 1 ? "bf16, contiguous w" : "bf16, w of every other element", step == 1, 2,
+          [&](index_t i, index_t j) { return double(float(yh[std::size_t(i * n + j)])); },
+          bfw(step), bfb, 1.0 / 128);
+    }
+    // bf16 X, fp32 w, b and outputs: the output and the per-row mean and rstd, one kernel
+    Yf.fill(std::numeric_limits<float>::quiet_NaN());
+    mu.fill(std::numeric_limits<float>::quiet_NaN());
+    rs.fill(std::numeric_limits<float>::quiet_NaN());
+    const auto mn = cufuse::mean(X, -1, cufuse::keepdim);
+    const auto centred = X - mn;
+    const auto r =
+        cufuse::rsqrt(cufuse::mean(cufuse::square(centred), -1, cufuse::keepdim) + 1e-5f);
+    cufuse::tie(Yf, mu, rs) =
+        cufuse::pack(centred * r * cufuse::slice(W2f, cufuse::range(0, n)) + Bf, mn, r);
+    const auto yf = Yf.download(), gm = mu.download(), gr = rs.download();
+    check(
+        "fp32 w, b and outputs", true, 4,
+        [&](index_t i, index_t j) { return double(yf[std::size_t(i * n + j)]); },
+        [&](index_t j) { return double(wfh[std::size_t(j)]); },
+        [&](index_t j) { return double(bfh[std::size_t(j)]); }, 1e-5);
+    int bad = 0;
+    for (index_t i = 0; i < m; ++i) {
+      bad += !(std::fabs(gm[std::size_t(i)] - mean[std::size_t(i)]) <=
+               1e-5 * (1 + std::fabs(mean[std::size_t(i)])));
+      bad += !(std::fabs(gr[std::size_t(i)] - rstd[std::size_t(i)]) <= 1e-5 * rstd[std::size_t(i)]);
+    }
+    CHECK(bad == 0);
+  }
+}

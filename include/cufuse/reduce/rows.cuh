@@ -67,6 +67,8 @@ inline std::atomic<int> rows_last_cluster{0};
 /// Reduction passes over a row in the row kernel's last launch: its distinct reductions (for
 /// tests; identical ones share a pass).
 inline std::atomic<int> rows_last_passes{0};
+/// Whether the last row kernel's passes took the direct form (row_walk::direct), for tests.
+inline std::atomic<int> rows_last_direct{-1};
 
 /// Shared memory the row kernel may use for staged rows on the current device (it opts in
 /// beyond 48 KB): the per-block opt-in limit less the reserve; queried once per device.
@@ -91,6 +93,12 @@ inline constexpr int max_row_slots = 16;
 /// conversions. fp32 is the same either way.
 template <class T>
 using staged_t = std::conditional_t<CUFUSE_ROWS_STAGE_NATIVE != 0, T, opmath_t<T>>;
+
+#ifndef CUFUSE_ROWS_DIRECT
+#define CUFUSE_ROWS_DIRECT 1
+#endif
+/// The passes' direct form (row_walk::direct), where every leaf is staged as its own type.
+inline constexpr bool rows_direct = CUFUSE_ROWS_DIRECT != 0 && CUFUSE_ROWS_STAGE_NATIVE != 0;
 
 /// Where the row kernel evaluates: element u of the current chunk (a compile-time index once
 /// the chunk loops unroll, so the leaves' chunk registers stay registers).
@@ -257,6 +265,21 @@ struct row_leaf {
       // every register is written on every load: none stays live from an earlier chunk
       set(u, u < count ? convert<compute_type>(from[u * s]) : compute_type(0));
     }
+  }
+  /// The direct form (row_walk::direct: every leaf staged, or contiguous and aligned): `ptr`
+  /// moves to where load_direct reads this row, its staged row (shared memory, through a
+  /// generic address) or its row in memory.
+  template <int R>
+  CUFUSE_DEVICE __forceinline__ void rebase_direct(const row_ctx<R>& r,
+                                                   const unsigned char* staged) {
+    static_assert(std::is_same_v<staged_type, value_type>,
+                  "cufuse: internal: the direct form reads staged rows as the operand's type");
+    ptr = smem >= 0 ? reinterpret_cast<T*>(const_cast<unsigned char*>(staged) + smem) : at_row(r);
+  }
+  /// A whole chunk at column j0 in one access through `ptr` (after rebase_direct), without
+  /// choosing among the leaf's forms.
+  CUFUSE_DEVICE __forceinline__ void load_direct(int j0) {
+    put(lane_regs<value_type, V>::load(ptr + j0));
   }
   CUFUSE_INLINE compute_type eval_in(const row_pos& p) const {
     if constexpr (packed) {
@@ -518,6 +541,18 @@ CUFUSE_DEVICE void load_chunk(N& n, int j0, int count, const unsigned char* stag
   }
 }
 
+/// load_chunk of a whole chunk in the direct form (after rebase_direct).
+template <class N>
+CUFUSE_DEVICE void load_chunk_direct(N& n, int j0) {
+  if constexpr (is_row_leaf_v<N>) {
+    n.load_direct(j0);
+  } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
+    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      (load_chunk_direct(get<Is>(n.args), j0), ...);
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  }
+}
+
 /// Moves the leaves of N that load_chunk reads to the row `at` (on a pass's own copy of N).
 template <int R, class N>
 CUFUSE_DEVICE void rebase(N& n, const row_ctx<R>& at) {
@@ -526,6 +561,19 @@ CUFUSE_DEVICE void rebase(N& n, const row_ctx<R>& at) {
   } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
     [&]<std::size_t... Is>(std::index_sequence<Is...>) {
       (rebase(get<Is>(n.args), at), ...);
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  }
+}
+
+/// rebase for the direct form: the leaves' pointers to where load_direct reads. The tail
+/// chunk's load_chunk still reads correctly after it (a staged leaf reads through `smem`).
+template <int R, class N>
+CUFUSE_DEVICE void rebase_direct(N& n, const row_ctx<R>& at, const unsigned char* staged) {
+  if constexpr (is_row_leaf_v<N>) {
+    n.rebase_direct(at, staged);
+  } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
+    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      (rebase_direct(get<Is>(n.args), at, staged), ...);
     }(std::make_index_sequence<map_arity<N>::value>{});
   }
 }
@@ -540,6 +588,10 @@ struct row_walk {
   int cluster = 1;
   int split = 1;     // rows per block: 2 gives each half-warp of a 32-thread block a row
   int sub_bytes = 0; // staged bytes of a half-warp's row (split 2)
+  /// Every leaf staged, or contiguous and aligned, every whole-row output contiguous and
+  /// aligned (and rows_direct_for the expression): the passes' whole chunks take the direct
+  /// form (one access per leaf through its row pointer, no test of its form per chunk).
+  bool direct = false;
   extents<R> shape;
   fast_divmod<std::uint64_t> div[R];
 };
@@ -661,6 +713,14 @@ inline constexpr int rows_min_blocks =
 #else
     pass_leaves_of(static_cast<const Trees*>(nullptr)) <= 1 ? 3 : 2;
 #endif
+
+/// Whether the kernel for Trees has the direct form (row_walk::direct): where a pass loads more
+/// than one leaf per chunk (layer_norm, rms_norm). With one leaf per pass (softmax, `sum(X, -1)`)
+/// the tests it saves are few, and its second loop made ptxas spill under the 40-register bound
+/// (`sum(X, 1)` fp32 0.99x -> 0.84x copy; JOURNAL r15).
+template <class Trees>
+inline constexpr bool rows_direct_for =
+    rows_direct && pass_leaves_of(static_cast<const Trees*>(nullptr)) > 1;
 
 #ifndef CUFUSE_ROWS_OUT_PAIRS
 #define CUFUSE_ROWS_OUT_PAIRS 16
@@ -908,32 +968,51 @@ __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
         using In = typename X::input_type;
         using S = typename X::state_type;
         using A = decltype(node.arg.eval_in(row_pos{0}));
-        S s = node.red.template init<In>();
-        auto arg = node.arg; // this thread's chunk registers, its leaves on this row
-        rebase(arg, at);
+        // this thread's chunks: the direct form or the general one, each its own loop
+        auto fold = [&](auto direct) {
+          S s = node.red.template init<In>();
+          auto arg = node.arg; // this thread's chunk registers, its leaves on this row
+          if constexpr (decltype(direct)::value) {
+            rebase_direct(arg, at, staged);
+          } else {
+            rebase(arg, at);
+          }
 #pragma unroll 1
-        for (int ch = tid; ch < full; ch += threads) {
-          const int j0 = ch * V;
-          load_chunk(arg, j0, V, staged);
-          A x[V];
-          CUFUSE_UNROLL
-          for (int u = 0; u < V; ++u) {
-            x[u] = arg.eval_in(row_pos{u});
-          }
-          CUFUSE_UNROLL
-          for (int u = 0; u < V; ++u) {
-            node.red.template add<In>(s, x[u], col0 + j0 + u);
-          }
-        }
-        if (rest > 0 && tid == int(full % threads)) {
-          load_chunk(arg, full * V, rest, staged);
-          CUFUSE_UNROLL
-          for (int u = 0; u < V; ++u) {
-            if (u < rest) {
-              node.red.template add<In>(s, arg.eval_in(row_pos{u}), col0 + full * V + u);
+          for (int ch = tid; ch < full; ch += threads) {
+            const int j0 = ch * V;
+            if constexpr (decltype(direct)::value) {
+              load_chunk_direct(arg, j0);
+            } else {
+              load_chunk(arg, j0, V, staged);
+            }
+            A x[V];
+            CUFUSE_UNROLL
+            for (int u = 0; u < V; ++u) {
+              x[u] = arg.eval_in(row_pos{u});
+            }
+            CUFUSE_UNROLL
+            for (int u = 0; u < V; ++u) {
+              node.red.template add<In>(s, x[u], col0 + j0 + u);
             }
           }
-        }
+          if (rest > 0 && tid == int(full % threads)) {
+            load_chunk(arg, full * V, rest, staged);
+            CUFUSE_UNROLL
+            for (int u = 0; u < V; ++u) {
+              if (u < rest) {
+                node.red.template add<In>(s, arg.eval_in(row_pos{u}), col0 + full * V + u);
+              }
+            }
+          }
+          return s;
+        };
+        S s = [&] {
+          if constexpr (rows_direct_for<Trees>) {
+            return w.direct ? fold(std::true_type{}) : fold(std::false_type{});
+          } else {
+            return fold(std::false_type{});
+          }
+        }();
         if constexpr (Split) {
           static_assert(shuffled_state<S>, "cufuse: internal: a split row kernel's state");
           const unsigned lanes = 0xffffu << (threadIdx.x & 16u); // this half-warp
@@ -992,9 +1071,9 @@ __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
       for (int d = 0; d < R - 1; ++d) {
         off += c.c[d] * o.str[d];
       }
-      auto tree = get<decltype(k)::value>(t); // its leaves on this row
-      rebase(tree, at);
       if (o.per_row) {
+        auto tree = get<decltype(k)::value>(t); // its leaves on this row
+        rebase(tree, at);
         T* dst = o.ptr + off;
         if (tid == 0 && rank == 0) {
           load_chunk(tree, 0, 1, staged);
@@ -1004,53 +1083,71 @@ __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
       }
       const index_t os = o.str[R - 1];
       T* dst = o.ptr + off + index_t(col0) * os;
-      int ch = tid;
-      if constexpr (rows_out_pairs<decltype(tree)>) {
-        // two chunks per step: both chunks' operands loaded before either is computed
-        using X = decltype(tree.eval_in(row_pos{0}));
-#pragma unroll 1
-        for (; ch + threads < full; ch += 2 * threads) {
-          auto tree2 = tree;
-          load_chunk(tree, ch * V, V, staged);
-          load_chunk(tree2, (ch + threads) * V, V, staged);
-          X x[V], x2[V];
-          CUFUSE_UNROLL
-          for (int u = 0; u < V; ++u) {
-            x[u] = tree.eval_in(row_pos{u});
-            x2[u] = tree2.eval_in(row_pos{u});
+      // the whole chunks, in the direct form or the general one; then the tail chunk
+      auto map = [&](auto direct) {
+        auto tree = get<decltype(k)::value>(t); // its leaves on this row
+        if constexpr (decltype(direct)::value) {
+          rebase_direct(tree, at, staged);
+        } else {
+          rebase(tree, at);
+        }
+        auto load = [&](auto& tr, int j0) {
+          if constexpr (decltype(direct)::value) {
+            load_chunk_direct(tr, j0);
+          } else {
+            load_chunk(tr, j0, V, staged);
           }
-          const lane_regs<T, V> r = round_lanes<T>(x), r2 = round_lanes<T>(x2);
-          if (o.vec) {
-            store_words(dst + ch * V, r);
-            store_words(dst + (ch + threads) * V, r2);
+        };
+        auto store = [&](int j0, const lane_regs<T, V>& r) {
+          if (decltype(direct)::value || o.vec) { // direct: o is contiguous and aligned
+            store_words(dst + j0, r);
           } else {
             CUFUSE_UNROLL
             for (int u = 0; u < V; ++u) {
-              dst[(ch * V + u) * os] = r.v[u];
-              dst[((ch + threads) * V + u) * os] = r2.v[u];
+              dst[(j0 + u) * os] = r.v[u];
             }
           }
-        }
-      }
+        };
+        int ch = tid;
+        if constexpr (rows_out_pairs<decltype(tree)>) {
+          // two chunks per step: both chunks' operands loaded before either is computed
+          using X = decltype(tree.eval_in(row_pos{0}));
 #pragma unroll 1
-      for (; ch < full; ch += threads) {
-        const int j0 = ch * V;
-        load_chunk(tree, j0, V, staged);
-        decltype(tree.eval_in(row_pos{0})) x[V];
-        CUFUSE_UNROLL
-        for (int u = 0; u < V; ++u) {
-          x[u] = tree.eval_in(row_pos{u});
-        }
-        const lane_regs<T, V> r = round_lanes<T>(x);
-        if (o.vec) {
-          store_words(dst + j0, r);
-        } else {
-          CUFUSE_UNROLL
-          for (int u = 0; u < V; ++u) {
-            dst[(j0 + u) * os] = r.v[u];
+          for (; ch + threads < full; ch += 2 * threads) {
+            auto tree2 = tree;
+            load(tree, ch * V);
+            load(tree2, (ch + threads) * V);
+            X x[V], x2[V];
+            CUFUSE_UNROLL
+            for (int u = 0; u < V; ++u) {
+              x[u] = tree.eval_in(row_pos{u});
+              x2[u] = tree2.eval_in(row_pos{u});
+            }
+            const lane_regs<T, V> r = round_lanes<T>(x), r2 = round_lanes<T>(x2);
+            store(ch * V, r);
+            store((ch + threads) * V, r2);
           }
         }
-      }
+#pragma unroll 1
+        for (; ch < full; ch += threads) {
+          const int j0 = ch * V;
+          load(tree, j0);
+          decltype(tree.eval_in(row_pos{0})) x[V];
+          CUFUSE_UNROLL
+          for (int u = 0; u < V; ++u) {
+            x[u] = tree.eval_in(row_pos{u});
+          }
+          store(j0, round_lanes<T>(x));
+        }
+        return tree;
+      };
+      auto tree = [&] {
+        if constexpr (rows_direct_for<Trees>) {
+          return w.direct ? map(std::true_type{}) : map(std::false_type{});
+        } else {
+          return map(std::false_type{});
+        }
+      }();
       if (rest > 0 && tid == int(full % threads)) {
         load_chunk(tree, full * V, rest, staged);
         CUFUSE_UNROLL
@@ -1354,6 +1451,14 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
                          get<Ks>(dsts).str)}...);
   }(std::make_index_sequence<K>{});
   row_walk<R> w{};
+  w.direct = rows_direct_for<trees_t>;
+  for (int l = 0; l < L; ++l) {
+    w.direct = w.direct && (lay.smem[l] >= 0 || lay.vec[l]);
+  }
+  for_index<K>([&](auto k) {
+    const auto& o = get<std::remove_cvref_t<decltype(k)>::value>(outs);
+    w.direct = w.direct && (o.per_row || o.vec);
+  });
   w.n = n;
   w.rows = shape.size() / n;
   w.n32 = int(n);
@@ -1392,6 +1497,7 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   rows_last_cluster.store(cluster, std::memory_order_relaxed);
   rows_last_split.store(w.split, std::memory_order_relaxed);
   rows_last_passes.store(passes, std::memory_order_relaxed);
+  rows_last_direct.store(w.direct ? 1 : 0, std::memory_order_relaxed);
   const index_t most = max_grid_blocks / cluster;
   const index_t blocks = (w.rows + w.split - 1) / w.split;
   const index_t grid = (blocks < most ? blocks : most) * cluster;
