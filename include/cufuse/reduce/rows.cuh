@@ -722,6 +722,17 @@ template <class Trees>
 inline constexpr bool rows_direct_for =
     rows_direct && pass_leaves_of(static_cast<const Trees*>(nullptr)) > 1;
 
+/// A pass in its form: f(std::true_type) in the direct form (Trees has it and the launch's
+/// operands allow it: `direct`), else f(std::false_type).
+template <class Trees, class F>
+CUFUSE_DEVICE __forceinline__ auto in_form(bool direct, F&& f) {
+  if constexpr (rows_direct_for<Trees>) {
+    return direct ? f(std::true_type{}) : f(std::false_type{});
+  } else {
+    return f(std::false_type{});
+  }
+}
+
 #ifndef CUFUSE_ROWS_OUT_PAIRS
 #define CUFUSE_ROWS_OUT_PAIRS 16
 #endif
@@ -1006,13 +1017,7 @@ __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
           }
           return s;
         };
-        S s = [&] {
-          if constexpr (rows_direct_for<Trees>) {
-            return w.direct ? fold(std::true_type{}) : fold(std::false_type{});
-          } else {
-            return fold(std::false_type{});
-          }
-        }();
+        S s = in_form<Trees>(w.direct, fold);
         if constexpr (Split) {
           static_assert(shuffled_state<S>, "cufuse: internal: a split row kernel's state");
           const unsigned lanes = 0xffffu << (threadIdx.x & 16u); // this half-warp
@@ -1141,13 +1146,7 @@ __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
         }
         return tree;
       };
-      auto tree = [&] {
-        if constexpr (rows_direct_for<Trees>) {
-          return w.direct ? map(std::true_type{}) : map(std::false_type{});
-        } else {
-          return map(std::false_type{});
-        }
-      }();
+      auto tree = in_form<Trees>(w.direct, map);
       if (rest > 0 && tid == int(full % threads)) {
         load_chunk(tree, full * V, rest, staged);
         CUFUSE_UNROLL
