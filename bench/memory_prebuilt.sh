@@ -10,12 +10,7 @@
 # (bench/torch_shapes.py, bench/torch_reduce.py; tables by bench/shapes_report.py into $OUT),
 # memcheck and racecheck of the reduction and shape tests. Logs are packed into logs.tar.gz.
 cd "$(dirname "$0")/.."
-P=${PRE:-pre}
-FIN=${OUT:-$PWD/gpu-out}; mkdir -p "$FIN"
-OUT=$FIN/logs; mkdir -p $OUT
-trap 'tar -czf $FIN/logs.tar.gz -C $FIN logs && rm -rf $FIN/logs' EXIT
-t0=$(date +%s)
-el() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+source bench/prebuilt_common.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/device.txt
 $P/cufuse_gpu_tests > $OUT/tests_gpu.log 2>&1
 echo "cufuse_gpu_tests exit $?: $(tail -2 $OUT/tests_gpu.log | head -1)" | tee $OUT/gpu_tests.log

@@ -10,12 +10,7 @@
 # racecheck of the row kernel's cases, and the MLP block (`--blocks --small`, twice). Logs are
 # packed into $OUT/logs.tar.gz.
 cd "$(dirname "$0")/.."
-P=${PRE:-pre}
-FIN=${OUT:-$PWD/gpu-out}; mkdir -p "$FIN"
-OUT=$FIN/logs; mkdir -p $OUT
-trap 'tar -czf $FIN/logs.tar.gz -C $FIN logs && rm -rf $FIN/logs' EXIT
-t0=$(date +%s)
-el() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+source bench/prebuilt_common.sh
 for f in $P/*.xz; do [ -e "$f" ] && xz -d "$f"; done
 chmod +x $P/* 2>/dev/null
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee $OUT/device.txt
