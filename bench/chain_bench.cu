@@ -61,12 +61,7 @@ row measure(const std::string& name, index_t elements, int kernels,
 } // namespace
 
 int main(int argc, char** argv) {
-  std::string out = "chain.json";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--out") == 0) {
-      out = argv[i + 1];
-    }
-  }
+  const std::string out = bench::out_arg(argc, argv, "chain.json");
   const cudaDeviceProp prop = bench::print_device();
   bench::timer tm;
   std::vector<row> rows;

@@ -53,12 +53,7 @@ cufuse::gemm_options with_variant(const std::string& v) {
 } // namespace
 
 int main(int argc, char** argv) {
-  const char* out = nullptr;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-      out = argv[++i];
-    }
-  }
+  const char* out = bench::out_arg(argc, argv);
   const cudaDeviceProp prop = bench::print_device();
   const cufuse_tools::cublas_with_workspace cublas;
   const cublasHandle_t h = cublas.get();

@@ -168,12 +168,7 @@ void probe(const char* dtype, index_t m, index_t n, double copy_gbps, std::mt199
 } // namespace
 
 int main(int argc, char** argv) {
-  const char* out = nullptr;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-      out = argv[++i];
-    }
-  }
+  const char* out = bench::out_arg(argc, argv);
   const cudaDeviceProp prop = bench::print_device();
   const double copy_gbps = bench::measure_copy().gbps;
   std::printf("device-to-device copy %.0f GB/s\n", copy_gbps);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -26,6 +27,16 @@
 namespace bench {
 
 using cufuse_tools::hold_stream; // the host enqueues what follows while the device is busy
+
+/// The FILE of `--out FILE` among the arguments, else `fallback`.
+inline const char* out_arg(int argc, char** argv, const char* fallback = nullptr) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--out") == 0) {
+      return argv[i + 1];
+    }
+  }
+  return fallback;
+}
 
 /// Device 0's properties, its name printed first ("device: NAME").
 inline cudaDeviceProp print_device() {
