@@ -219,7 +219,8 @@ template <class D, class E, int R, int L>
 void evaluate_planned(const D& d, const E& e, const eval_plan<R, L>& pl, cudaStream_t stream) {
   using T = std::remove_pointer_t<decltype(d.ptr)>;
   const auto bd = bound_leaf<T, R, typename D::promo_type>{d.ptr, pl.dst, -1};
-  const auto be = bind<0>(e, pl.leaves);
+  // operands read with the streaming L2 policy (CUFUSE_STREAM_L2_HINT; none on the host)
+  const auto be = bind<0, CUFUSE_STREAM_L2_HINT>(e, pl.leaves);
   if constexpr (std::is_same_v<typename D::space, host_space>) {
     evaluate_host(bd, be, pl);
   } else {

@@ -78,7 +78,8 @@ inline constexpr int leaf_vectors = -2;
 /// A leaf bound to the destination's layout: `str[d]` is its stride along the destination's
 /// (reordered, collapsed) dimension d, 0 where it repeats. `smem`: byte offset of its staged
 /// tile in the layout-changing kernel, leaf_direct (or leaf_vectors) when it is read from memory.
-template <class T, int R, class Promo>
+/// `Hint`: the L2 eviction policy of its vector loads (l2_policy; CUFUSE_STREAM_L2_HINT).
+template <class T, int R, class Promo, int Hint = 0>
 struct bound_leaf {
   using value_type = std::remove_const_t<T>;
   using promo_type = Promo;
@@ -262,6 +263,17 @@ struct bound_leaf {
   /// V elements from memory at `at`, aligned to the vector's size (the plan checked).
   template <int V>
   CUFUSE_INLINE static lane_regs<value_type, V> load_vec(const value_type* at) {
+    if constexpr (Hint != 0) {
+      using Regs = lane_regs<value_type, V>;
+      Regs r;
+      const auto* src = reinterpret_cast<const typename Regs::word_t*>(at);
+      auto* dst = reinterpret_cast<typename Regs::word_t*>(r.v);
+      CUFUSE_UNROLL
+      for (int c = 0; c < Regs::words; ++c) {
+        dst[c] = load_global_word<Hint>(src + c);
+      }
+      return r;
+    }
     return lane_regs<value_type, V>::load(at);
   }
 };
@@ -272,8 +284,8 @@ template <class N>
 inline constexpr bool is_leaf_node_v = false;
 template <class T, int Rank, class Space>
 inline constexpr bool is_leaf_node_v<leaf<T, Rank, Space>> = true;
-template <class T, int R, class P>
-inline constexpr bool is_leaf_node_v<bound_leaf<T, R, P>> = true;
+template <class T, int R, class P, int H>
+inline constexpr bool is_leaf_node_v<bound_leaf<T, R, P, H>> = true;
 
 template <class N>
 struct map_arity {
@@ -316,7 +328,7 @@ struct bound_layout {
   int smem[L > 0 ? L : 1];
 };
 
-template <int First, int R, int L, class N>
+template <int First, int Hint = 0, int R, int L, class N>
 auto bind(const N& n, const bound_layout<R, L>& lay);
 
 /// The number of the first leaf of child `i` of a map whose first leaf is number `First`.
@@ -330,23 +342,26 @@ constexpr int first_leaf_of(std::size_t i) {
   return f;
 }
 
-template <int First, int R, int L, class Op, class... Args, std::size_t... Is>
+template <int First, int Hint, int R, int L, class Op, class... Args, std::size_t... Is>
 auto bind_map(const map_node<Op, Args...>& m, const bound_layout<R, L>& lay,
               std::index_sequence<Is...>) {
   using bound =
-      map_node<Op, decltype(bind<first_leaf_of<First, Args...>(Is)>(get<Is>(m.args), lay))...>;
-  return bound{m.op, make_pack(bind<first_leaf_of<First, Args...>(Is)>(get<Is>(m.args), lay)...)};
+      map_node<Op,
+               decltype(bind<first_leaf_of<First, Args...>(Is), Hint>(get<Is>(m.args), lay))...>;
+  return bound{m.op,
+               make_pack(bind<first_leaf_of<First, Args...>(Is), Hint>(get<Is>(m.args), lay)...)};
 }
 
 /// The tree the kernels evaluate: leaves become bound_leaf with the plan's strides, leaf
-/// number `First` onwards; scalars and ops stay as they are.
-template <int First, int R, int L, class N>
+/// number `First` onwards, their vector loads with L2 policy `Hint`; scalars and ops stay as
+/// they are.
+template <int First, int Hint, int R, int L, class N>
 auto bind(const N& n, const bound_layout<R, L>& lay) {
   if constexpr (is_leaf_node_v<N>) {
-    return bound_leaf<std::remove_pointer_t<decltype(n.ptr)>, R, typename N::promo_type>{
+    return bound_leaf<std::remove_pointer_t<decltype(n.ptr)>, R, typename N::promo_type, Hint>{
         n.ptr, lay.str[First], lay.smem[First]};
   } else if constexpr (map_arity<N>::value > 0) {
-    return bind_map<First>(n, lay, std::make_index_sequence<map_arity<N>::value>{});
+    return bind_map<First, Hint>(n, lay, std::make_index_sequence<map_arity<N>::value>{});
   } else {
     return n;
   }

@@ -359,7 +359,7 @@ __global__ void __launch_bounds__(tile_block_size, tile_min_blocks<Expr, I>)
           if constexpr (V == 1) {
             v[j].v[0] = leaf.ptr[leaf.offset(p)];
           } else {
-            v[j] = L::template load_vec<V>(leaf.ptr + leaf.offset(p));
+            v[j] = lane_regs<E, V>::load(leaf.ptr + leaf.offset(p)); // no L2 hint here
           }
         }
       }

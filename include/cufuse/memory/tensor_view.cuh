@@ -75,6 +75,59 @@ struct alignas(V * sizeof(T) < 16 ? V * sizeof(T) : 16) lane_regs {
   }
 };
 
+/// The L2 eviction priority of the operand reads of the kernels that read and write whole
+/// arrays (the N-d and flat kernels' vector loads, the row kernel's staging copies): 2 evict
+/// last (the default), 1 evict first, 0 none. Lines read with evict_last outlast the output's
+/// dirty lines in L2, so that those drain to memory first. Measured on the H200 (ratio to the
+/// copy, hint 0 / 2, same call; JOURNAL m2): fp32 layer_norm [32768, 4096] 0.959 / 0.992, bf16
+/// softmax 0.953 / 0.974, fp32 `relu(X + bias)` [8192, 8192] 0.988 / 0.997, bf16 0.939 / 0.953;
+/// evict_first made every row kernel 3-4% slower. Reductions without a full-size output read
+/// without a hint (evict_last made `sum(T, 1)` [256, 1024, 256] 0.85x -> 0.76x copy), and so do
+/// the layout-changing kernel's tiles (0.5-1% slower with it) and the clustered rows (no gain).
+/// The cost: the hinted lines stay in L2 after the kernel until writes displace them, and a
+/// next kernel that reads the same data twice finds less of it there (bench/l2_after.cu;
+/// docs/design.md).
+#ifndef CUFUSE_STREAM_L2_HINT
+#define CUFUSE_STREAM_L2_HINT 2
+#endif
+/// The fraction of the hinted lines that take the evict_last priority (the others keep theirs).
+#ifndef CUFUSE_STREAM_L2_FRACTION
+#define CUFUSE_STREAM_L2_FRACTION 1.0
+#endif
+#define CUFUSE_DETAIL_STR2(x) #x
+#define CUFUSE_DETAIL_STR(x) CUFUSE_DETAIL_STR2(x)
+/// An L2 eviction policy (createpolicy): 1 evict first, 2 evict last, else none.
+template <int Hint>
+CUFUSE_DEVICE __forceinline__ std::uint64_t l2_policy() {
+  std::uint64_t p = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (Hint == 1) {
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  } else if constexpr (Hint == 2) {
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, " CUFUSE_DETAIL_STR(
+            CUFUSE_STREAM_L2_FRACTION) ";\n"
+        : "=l"(p));
+  }
+#endif
+  return p;
+}
+
+/// One word from global memory (not shared memory) with an L2 eviction policy, as above (16-byte
+/// words; smaller ones plainly).
+template <int Hint, class W>
+CUFUSE_INLINE W load_global_word(const W* from) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (Hint != 0 && std::is_same_v<W, uint4>) {
+    W w;
+    asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+                 : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w)
+                 : "l"(from), "l"(l2_policy<Hint>()));
+    return w;
+  }
+#endif
+  return *from;
+}
+
 /// V values of the compute type rounded to T, as one lane_regs. Half and bf16 from float round
 /// two values per instruction (cvt.rn.{f16x2,bf16x2}.f32); one conversion per value took a
 /// second instruction per pair to merge the halves into a word (ptxas on the bf16 row kernel:

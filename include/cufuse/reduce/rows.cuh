@@ -29,6 +29,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -777,9 +778,13 @@ inline constexpr bool rows_cp_async_v =
 
 /// One chunk of `Bytes` (4, 8 or 16) from global to a shared-memory byte address.
 template <int Bytes>
-CUFUSE_DEVICE __forceinline__ void rows_cp_async(unsigned to, const void* from) {
+CUFUSE_DEVICE __forceinline__ void rows_cp_async(unsigned to, const void* from,
+                                                 [[maybe_unused]] std::uint64_t policy) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (Bytes == 16) { // .cg: around L1, the row is read once
+  if constexpr (Bytes == 16 && CUFUSE_STREAM_L2_HINT != 0) { // the policy: CUFUSE_STREAM_L2_HINT
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(to),
+                 "l"(from), "l"(policy));
+  } else if constexpr (Bytes == 16) { // .cg: around L1, the row is read once
 #if CUFUSE_ROWS_CP_ASYNC_CG
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(from));
 #else
@@ -817,9 +822,10 @@ CUFUSE_DEVICE void stage_row(const X& node, const row_ctx<R>& at, unsigned char*
     if (node.vec) {
       constexpr int bytes = int(V * sizeof(T));
       const unsigned base = unsigned(__cvta_generic_to_shared(row));
+      const std::uint64_t policy = l2_policy<CUFUSE_STREAM_L2_HINT>();
 #pragma unroll 1
       for (int ch = tid; ch < full; ch += threads) {
-        rows_cp_async<bytes>(base + unsigned(ch * bytes), src + ch * V);
+        rows_cp_async<bytes>(base + unsigned(ch * bytes), src + ch * V, policy);
       }
       if (rest > 0 && tid == int(full % threads)) {
         CUFUSE_UNROLL
