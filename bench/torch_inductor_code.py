@@ -40,9 +40,13 @@ def chosen_configs():
         return "(no CachingAutotuner in this PyTorch)\n"
     lines = []
     for o in gc.get_objects():
-        if isinstance(o, CachingAutotuner) and getattr(o, "launchers", None):
+        try:  # gc also holds weak proxies whose objects are gone
+            if not (isinstance(o, CachingAutotuner) and getattr(o, "launchers", None)):
+                continue
             name = getattr(getattr(o, "fn", None), "__name__", "?")
             lines.append(f"chosen {name}: {[str(l.config) for l in o.launchers]}")
+        except ReferenceError:
+            continue
     return "\n".join(sorted(set(lines))) + "\n"
 
 

@@ -90,6 +90,9 @@ struct alignas(V * sizeof(T) < 16 ? V * sizeof(T) : 16) lane_regs {
 #ifndef CUFUSE_STREAM_L2_HINT
 #define CUFUSE_STREAM_L2_HINT 2
 #endif
+static_assert(CUFUSE_STREAM_L2_HINT >= 0 && CUFUSE_STREAM_L2_HINT <= 2,
+              "cufuse: CUFUSE_STREAM_L2_HINT must be 0 (no hint), 1 (evict first) or 2 (evict "
+              "last)");
 /// The fraction of the hinted lines that take the evict_last priority (the others keep theirs).
 #ifndef CUFUSE_STREAM_L2_FRACTION
 #define CUFUSE_STREAM_L2_FRACTION 1.0
