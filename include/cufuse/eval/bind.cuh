@@ -263,18 +263,7 @@ struct bound_leaf {
   /// V elements from memory at `at`, aligned to the vector's size (the plan checked).
   template <int V>
   CUFUSE_INLINE static lane_regs<value_type, V> load_vec(const value_type* at) {
-    if constexpr (Hint != 0) {
-      using Regs = lane_regs<value_type, V>;
-      Regs r;
-      const auto* src = reinterpret_cast<const typename Regs::word_t*>(at);
-      auto* dst = reinterpret_cast<typename Regs::word_t*>(r.v);
-      CUFUSE_UNROLL
-      for (int c = 0; c < Regs::words; ++c) {
-        dst[c] = load_global_word<Hint>(src + c);
-      }
-      return r;
-    }
-    return lane_regs<value_type, V>::load(at);
+    return lane_regs<value_type, V>::template load<Hint>(at);
   }
 };
 

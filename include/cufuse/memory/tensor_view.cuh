@@ -51,30 +51,6 @@ struct vec_word<1> {
   using type = unsigned char;
 };
 
-/// V consecutive elements held in registers, loaded or stored as words of up to 16 bytes.
-template <class T, int V>
-struct alignas(V * sizeof(T) < 16 ? V * sizeof(T) : 16) lane_regs {
-  static constexpr int bytes = int(V * sizeof(T));
-  static constexpr int word = bytes < 16 ? bytes : 16;
-  static_assert(bytes % word == 0 && (word & (word - 1)) == 0,
-                "cufuse: internal: a vector of a size that is not a power of two");
-  using word_t = typename vec_word<word>::type;
-  static constexpr int words = bytes / word;
-  T v[V];
-  CUFUSE_INLINE opmath_t<T> at(int k) const { return convert<opmath_t<T>>(v[k]); }
-  /// V elements from memory at `from`, aligned to the vector's size: one access per word.
-  CUFUSE_INLINE static lane_regs load(const T* from) {
-    lane_regs r;
-    const auto* src = reinterpret_cast<const word_t*>(from);
-    auto* dst = reinterpret_cast<word_t*>(r.v);
-    CUFUSE_UNROLL
-    for (int c = 0; c < words; ++c) {
-      dst[c] = src[c];
-    }
-    return r;
-  }
-};
-
 /// The L2 eviction priority of the operand reads of the kernels that read and write whole
 /// arrays (the N-d and flat kernels' vector loads, the row kernel's staging copies): 2 evict
 /// last (the default), 1 evict first, 0 none. Lines read with evict_last outlast the output's
@@ -130,6 +106,32 @@ CUFUSE_INLINE W load_global_word(const W* from) {
 #endif
   return *from;
 }
+
+/// V consecutive elements held in registers, loaded or stored as words of up to 16 bytes.
+template <class T, int V>
+struct alignas(V * sizeof(T) < 16 ? V * sizeof(T) : 16) lane_regs {
+  static constexpr int bytes = int(V * sizeof(T));
+  static constexpr int word = bytes < 16 ? bytes : 16;
+  static_assert(bytes % word == 0 && (word & (word - 1)) == 0,
+                "cufuse: internal: a vector of a size that is not a power of two");
+  using word_t = typename vec_word<word>::type;
+  static constexpr int words = bytes / word;
+  T v[V];
+  CUFUSE_INLINE opmath_t<T> at(int k) const { return convert<opmath_t<T>>(v[k]); }
+  /// V elements from memory at `from`, aligned to the vector's size: one access per word.
+  /// Hint != 0: `from` is global memory, read with that L2 policy (load_global_word).
+  template <int Hint = 0>
+  CUFUSE_INLINE static lane_regs load(const T* from) {
+    lane_regs r;
+    const auto* src = reinterpret_cast<const word_t*>(from);
+    auto* dst = reinterpret_cast<word_t*>(r.v);
+    CUFUSE_UNROLL
+    for (int c = 0; c < words; ++c) {
+      dst[c] = load_global_word<Hint>(src + c);
+    }
+    return r;
+  }
+};
 
 /// V values of the compute type rounded to T, as one lane_regs. Half and bf16 from float round
 /// two values per instruction (cvt.rn.{f16x2,bf16x2}.f32); one conversion per value took a
