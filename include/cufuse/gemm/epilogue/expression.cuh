@@ -31,6 +31,13 @@
 #define CUFUSE_EPI_ONE_KERNEL_FOR_LAYOUTS 1
 #endif
 
+/// 1 (default): the wgmma kernels start the accumulators at an epilogue's bias (`acc + b`, b
+/// [n]) instead of adding it in the epilogue (expression_epilogue::folds_bias). 0: the epilogue
+/// adds it. A knob for measurements (bench/JOURNAL.md e18), not an interface.
+#ifndef CUFUSE_EPI_FOLD_BIAS
+#define CUFUSE_EPI_FOLD_BIAS 1
+#endif
+
 namespace cufuse {
 
 /// The type of the accumulator placeholder `cufuse::acc`: fp32, and a dimensioned float tensor
@@ -437,6 +444,71 @@ inline constexpr bool has_staged_v<epi_leaf<T, P, true, false>> = true;
 template <class Op, class... Args>
 inline constexpr bool has_staged_v<map_node<Op, Args...>> = (has_staged_v<Args> || ...);
 
+/// How many times `N` (bound) reads the accumulator.
+template <class N>
+inline constexpr int acc_uses_v = std::is_same_v<N, accumulator> ? 1 : 0;
+template <class Op, class... Args>
+inline constexpr int acc_uses_v<map_node<Op, Args...>> = (0 + ... + acc_uses_v<Args>);
+
+/// A bias the wgmma kernels may start their accumulators at: a row-invariant operand (epi_leaf
+/// with RowInvariant, [n]) of a type that computes in fp32 (bf16, fp16, fp32).
+template <class N>
+inline constexpr bool foldable_bias_v = false;
+template <class T, class P>
+inline constexpr bool foldable_bias_v<epi_leaf<T, P, false, true>> =
+    std::is_same_v<opmath_t<std::remove_const_t<T>>, float>;
+
+/// `acc + b` (1) or `b + acc` (2) with b a foldable bias and an fp32 sum, else 0.
+template <class N>
+inline constexpr int acc_plus_bias_v = 0;
+template <class A, class B>
+inline constexpr int acc_plus_bias_v<map_node<ops::plus, A, B>> =
+    !std::is_same_v<typename map_node<ops::plus, A, B>::value_type, float> ? 0
+    : std::is_same_v<A, accumulator> && foldable_bias_v<B>                 ? 1
+    : std::is_same_v<B, accumulator> && foldable_bias_v<A>                 ? 2
+                                                                           : 0;
+
+/// Whether `N` holds an acc_plus_bias node.
+template <class N>
+inline constexpr bool has_acc_plus_bias_v = false;
+template <class Op, class... Args>
+inline constexpr bool has_acc_plus_bias_v<map_node<Op, Args...>> =
+    acc_plus_bias_v<map_node<Op, Args...>> != 0 || (has_acc_plus_bias_v<Args> || ...);
+
+/// `n` (bound) with its `acc + b` node (acc_plus_bias_v) replaced by the accumulator: what the
+/// epilogue computes once the accumulators start at b (expression_epilogue::folds_bias).
+template <class N>
+CUFUSE_INLINE auto fold_bias(const N& n) {
+  if constexpr (acc_plus_bias_v<N> != 0) {
+    return accumulator{};
+  } else if constexpr (map_arity<N>::value > 0) {
+    return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      using R = map_node<typename N::op_type, decltype(fold_bias(get<Is>(n.args)))...>;
+      return R{n.op, make_pack(fold_bias(get<Is>(n.args))...)};
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  } else {
+    return n;
+  }
+}
+
+/// The b of `n`'s `acc + b` node.
+template <class N>
+CUFUSE_INLINE const auto& bias_of(const N& n) {
+  if constexpr (acc_plus_bias_v<N> == 1) {
+    return get<1>(n.args);
+  } else if constexpr (acc_plus_bias_v<N> == 2) {
+    return get<0>(n.args);
+  } else {
+    constexpr std::size_t at = []<std::size_t... Is>(std::index_sequence<Is...>) {
+      std::size_t found = 0;
+      ((found = has_acc_plus_bias_v<std::remove_cvref_t<decltype(get<Is>(n.args))>> ? Is : found),
+       ...);
+      return found;
+    }(std::make_index_sequence<map_arity<N>::value>{});
+    return bias_of(get<at>(n.args));
+  }
+}
+
 /// The staged leaf of `n` (bound) as gemm_detail::staged_operand (its batch-0 address).
 template <class N>
 void find_staged(const N& n, gemm_detail::staged_operand& out) {
@@ -499,6 +571,61 @@ struct expression_epilogue<E, pack<Xs...>, pack<epi_output<Us>...>, C> {
     }(std::index_sequence_for<Xs...>{});
     return r;
   }
+  /// The epilogue adds a bias to the accumulator (`gelu_tanh(acc + b)`, `acc + b + R`, b [n]),
+  /// which it reads once (no further outputs): the wgmma kernels start each tile's accumulators
+  /// at b instead of 0 and store through `folded()`, the expression with `acc + b` replaced by
+  /// acc (gemm/kernel/wgmma.cuh). The add and the bias' registers leave the epilogue, which
+  /// runs beside the other warpgroup's main loop on the ping-pong tile (bench/JOURNAL.md e18).
+  static constexpr bool folds_bias = CUFUSE_EPI_FOLD_BIAS != 0 && sizeof...(Xs) == 0 &&
+                                     acc_uses_v<E> == 1 && has_acc_plus_bias_v<E>;
+  using folded_type =
+      expression_epilogue<decltype(fold_bias(std::declval<const E&>())), pack<>, pack<>, C>;
+  CUFUSE_DEVICE_FN folded_type folded() const { return folded_type{fold_bias(e), {}, {}}; }
+  /// The bias' pairs at a thread's NP fragment columns of a tile (n0 + 8 j + 2 q and the column
+  /// after, j < NP), one word per pair as stored (folds_bias): loaded for a warpgroup's next
+  /// tile while its current tile's last MMAs run, held through the current tile's epilogue and
+  /// set into the accumulators before the next main loop. Loaded at the main loop's start
+  /// instead, the loads' latency came before each tile's first MMA: bias + GELU on the ping-pong
+  /// tile 0.0578 -> 0.0616 ms, on the cooperative 128x256 0.0657 -> 0.0756 (bench/JOURNAL.md e18).
+  template <int NP>
+  struct bias_pairs {
+    using leaf_t = std::remove_cvref_t<decltype(bias_of(std::declval<const E&>()))>;
+    using T = typename leaf_t::value_type;
+    using word_t = std::conditional_t<sizeof(T) == 2, unsigned, uint2>;
+    static_assert(sizeof(word_t) == 2 * sizeof(T), "cufuse: internal: a bias pair is one word");
+    word_t w[NP];
+
+    /// Columns from C's `n` on are 0 (never stored). A contiguous, aligned bias inside C: one
+    /// load per pair; else two element loads.
+    CUFUSE_DEVICE_FN void load(const expression_epilogue& ep, int n0, int q, int n) {
+      const auto& b = bias_of(ep.e);
+      const int c0 = n0 + 2 * q;
+      if (n0 + 8 * NP <= n && b.sc == 1 &&
+          reinterpret_cast<std::uintptr_t>(b.ptr) % sizeof(word_t) == 0) {
+        const auto* at = reinterpret_cast<const word_t*>(b.ptr + c0);
+        CUFUSE_UNROLL
+        for (int j = 0; j < NP; ++j) {
+          w[j] = at[4 * j]; // 8 columns on
+        }
+      } else {
+        CUFUSE_UNROLL
+        for (int j = 0; j < NP; ++j) {
+          const int c = c0 + 8 * j;
+          T v[2];
+          v[0] = c < n ? b.ptr[index_t(c) * b.sc] : T{};
+          v[1] = c + 1 < n ? b.ptr[index_t(c + 1) * b.sc] : T{};
+          __builtin_memcpy(&w[j], v, sizeof(word_t));
+        }
+      }
+    }
+    /// Pair j as two floats.
+    CUFUSE_DEVICE_FN void at(int j, float& v0, float& v1) const {
+      T v[2];
+      __builtin_memcpy(v, &w[j], sizeof(word_t));
+      v0 = convert<float>(v[0]);
+      v1 = convert<float>(v[1]);
+    }
+  };
   /// The wgmma kernel loads the staged operand's chunks into its epilogue buffers as it would
   /// C's (the host set p.epi_operand: the operand is laid out as C; launch_wgmma).
   CUFUSE_DEVICE_FN bool reads_c(const gemm_detail::gemm_args& p) const {

@@ -88,6 +88,64 @@ CUFUSE_DEVICE_FN void with_layout(int layout, F&& f) {
   }
 }
 
+/// Whether the kernel starts its accumulators at the epilogue's bias (expression_epilogue::
+/// folds_bias): not under split-K (each partial would add it) nor SwapC (a bias along C's
+/// columns lies along the MMA rows there).
+template <class Cfg, class Epi, bool SwapC>
+inline constexpr bool folds_bias_v = [] {
+  if constexpr (requires { Epi::folds_bias; }) {
+    return Epi::folds_bias && Cfg::splits == 1 && !SwapC;
+  } else {
+    return false;
+  }
+}();
+
+/// The epilogue the kernel's stores run when it folds the bias (folds_bias_v), else Epi.
+template <class Epi>
+struct folded_epilogue {
+  using type = Epi;
+};
+template <class Epi>
+  requires requires { typename Epi::folded_type; }
+struct folded_epilogue<Epi> {
+  using type = typename Epi::folded_type;
+};
+template <class Epi>
+using folded_epilogue_t = typename folded_epilogue<Epi>::type;
+
+/// What the kernel holds of the bias between tiles when it folds it: the epilogue's
+/// bias_pairs of the fragment's BN / 8 columns; else nothing.
+struct no_bias_pairs {};
+template <class Epi, int NP, bool Fold>
+struct bias_pairs_of {
+  using type = no_bias_pairs;
+};
+template <class Epi, int NP>
+struct bias_pairs_of<Epi, NP, true> {
+  using type = typename Epi::template bias_pairs<NP>;
+};
+
+/// The accumulators set to the bias pairs `b` (bias_pairs) of their columns (n0 + 8 j + 2 q +
+/// e % 2, wgmma_thread).
+template <class Cfg, class B>
+CUFUSE_DEVICE_FN void acc_from_bias(float (&acc)[Cfg::m_atoms][Cfg::BN / 2], const B& b) {
+  CUFUSE_UNROLL
+  for (int j = 0; j < Cfg::BN / 8; ++j) {
+    float b0, b1;
+    b.at(j, b0, b1);
+    // Each accumulator its own register, by a move the compiler keeps: where two held one
+    // value, ptxas copied it apart inside the MMA pipeline and serialized every MMA of the
+    // kernel (its warning C7515).
+    CUFUSE_UNROLL
+    for (int ma = 0; ma < Cfg::m_atoms; ++ma) {
+      asm volatile("mov.b32 %0, %1;" : "=f"(acc[ma][4 * j]) : "f"(b0));
+      asm volatile("mov.b32 %0, %1;" : "=f"(acc[ma][4 * j + 1]) : "f"(b1));
+      asm volatile("mov.b32 %0, %1;" : "=f"(acc[ma][4 * j + 2]) : "f"(b0));
+      asm volatile("mov.b32 %0, %1;" : "=f"(acc[ma][4 * j + 3]) : "f"(b1));
+    }
+  }
+}
+
 /// C = epilogue(op(A) op(B)) (the standard epilogue: alpha * op(A) op(B) + beta * C). TA: A is
 /// stored K x M (M-major); TB: B is stored N x K (K-major). `map_a` / `map_b` describe A and B
 /// as stored (3-D: inner, outer, batch), `map_c` C when `p.epi_tma`, `map_x` an expression
@@ -150,7 +208,19 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   constexpr bool PP = Cfg::pingpong;
   const mainloop ml{sm, wgmma_thread<Cfg, mainloop::RS>(tid)};
   const int cw = ml.th.cw;
-  wgmma_tma_store<Cfg, mainloop::RS, SwapC, Epi> tma_out(sm, ml.th, p, &map_c, &map_x, epi);
+  // With folds_bias the stores run the epilogue without its `acc + b` (the accumulators start
+  // at b); otherwise EpiK is Epi.
+  constexpr bool fold = folds_bias_v<Cfg, Epi, SwapC>;
+  using EpiK = std::conditional_t<fold, folded_epilogue_t<Epi>, Epi>;
+  const auto kernel_epi = [&](const Epi& e) -> EpiK {
+    if constexpr (fold) {
+      return e.folded();
+    } else {
+      return e;
+    }
+  };
+  wgmma_tma_store<Cfg, mainloop::RS, SwapC, EpiK> tma_out(sm, ml.th, p, &map_c, &map_x,
+                                                          kernel_epi(epi));
   // Ping-pong: warpgroup cw takes the block's tiles i = cw, cw + 2, ...; named barrier 1 + cw
   // opens its main loop once the other warpgroup has issued its previous tile's MMAs, which
   // also keeps every slot it waits on at most one phase ahead. (Ping-pong tiles have no
@@ -161,6 +231,10 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
   // epilogue and writes C (splitk_finish, over the consumer threads: the producer has left).
   const bool split = Cfg::splits > 1 && !Cfg::cluster_k && p.ws != nullptr;
   const gemm_args q = split ? split_partial_args(p, SwapC ? p.m : p.n) : p;
+  // folds_bias: the bias pairs of the warpgroup's next tile (a rank-1 bias does not move with
+  // the batch), loaded while the current tile's last MMAs run.
+  typename bias_pairs_of<Epi, Cfg::BN / 8, fold>::type bias;
+  bool bias_next = false;
   int i = PP ? cw : 0; // the block's item counter
   int it = 0;          // K tiles consumed (ring slot and phase)
   for (int item = sched.first(i); item < sched.work; item = sched.next(item, step), i += step) {
@@ -168,7 +242,14 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     const block_work w = sched.template at<int(sizeof(typename Cfg::element))>(p, item, plane);
     const int ktiles = w.k_tiles<Cfg::BK>();
     const int bc = p.stride_c != 0 ? w.batch : 0;
-    const Epi eb = epi.at_batch(w.batch);
+    const EpiK eb = kernel_epi(epi.at_batch(w.batch));
+    float acc[Cfg::m_atoms][Cfg::BN / 2];
+    if constexpr (fold) {
+      if (!bias_next) { // the warpgroup's first tile
+        bias.load(epi, w.n0, ml.th.q, p.n);
+      }
+      acc_from_bias<Cfg>(acc, bias);
+    }
     if constexpr (Cfg::cluster_k) {
       if (sched.rank == 0) { // the other blocks of the cluster store nothing
         tma_out.prefetch_c(w, bc);
@@ -182,14 +263,13 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
         named_bar_sync<256>(1 + cw);
       }
     }
-    float acc[Cfg::m_atoms][Cfg::BN / 2];
     if constexpr (AnyLayout) {
       with_layout(p.layout, [&](auto amn, auto bmn) {
         constexpr bool am = decltype(amn)::value, bm = decltype(bmn)::value;
-        wgmma_mainloop<Cfg, am, bm>{sm, ml.th}.run(acc, ktiles, it);
+        wgmma_mainloop<Cfg, am, bm>{sm, ml.th}.template run<!fold>(acc, ktiles, it);
       });
     } else {
-      ml.run(acc, ktiles, it);
+      ml.template run<!fold>(acc, ktiles, it);
     }
     if constexpr (PP) {
       if (sched.next(item, 1) < sched.work) {
@@ -198,6 +278,15 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     }
     // An expression epilogue's row-invariant operands (a bias), read while the last MMAs run.
     const auto pre = tma_out.preload(w, eb);
+    if constexpr (fold) {
+      const int nx = sched.next(item, step);
+      bias_next = nx < sched.work;
+      if (bias_next) {
+        const block_work wn =
+            sched.template at<int(sizeof(typename Cfg::element))>(p, nx, sched.plane_of(nx));
+        bias.load(epi, wn.n0, ml.th.q, p.n);
+      }
+    }
     ml.drain(ktiles, it);
     if constexpr (Cfg::cluster_k) {
       if (!cluster_reduce<Cfg>(sm, acc, sched.rank, tid - 128)) {
@@ -226,7 +315,7 @@ __global__ void __launch_bounds__(Cfg::threads, Cfg::min_blocks)
     } else if (p.epi_tma) {
       tma_out.store(acc, w, bc, eb, pre);
     } else {
-      wgmma_store_direct<Cfg, mainloop::RS, SwapC, epi_out_t<Epi>>(acc, p, w, ml.th, eb);
+      wgmma_store_direct<Cfg, mainloop::RS, SwapC, epi_out_t<EpiK>>(acc, p, w, ml.th, eb);
     }
   }
   tma_out.finish();

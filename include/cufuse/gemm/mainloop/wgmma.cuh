@@ -289,12 +289,16 @@ struct wgmma_mainloop {
   wgmma_smem<Cfg> sm;
   wgmma_thread<Cfg, RS> th;
 
+  /// Zero: the accumulators start at 0; else at what the caller put there (a bias).
+  template <bool Zero = true>
   CUFUSE_DEVICE_FN void run(acc_t& acc, int ktiles, int& it) const {
-    CUFUSE_UNROLL
-    for (int r = 0; r < MA; ++r) {
+    if constexpr (Zero) {
       CUFUSE_UNROLL
-      for (int j = 0; j < BN / 2; ++j) {
-        acc[r][j] = 0.0f;
+      for (int r = 0; r < MA; ++r) {
+        CUFUSE_UNROLL
+        for (int j = 0; j < BN / 2; ++j) {
+          acc[r][j] = 0.0f;
+        }
       }
     }
     if constexpr (RS) {
