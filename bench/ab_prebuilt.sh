@@ -7,7 +7,7 @@
 # under $OUT). Logs go to $OUT/logs (packed into $OUT/logs.tar.gz), one per run:
 # ROUND-SIDE-NAME.log; each run's last lines are echoed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-$PWD/gpu-out}
 L=$OUT/logs
 mkdir -p "$L"

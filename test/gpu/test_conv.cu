@@ -340,6 +340,49 @@ TEST_CASE("conv2d: fused epilogue (folded batch norm, ReLU, residual), every var
   }
 }
 
+// `acc + bias` with a rank-1 bias: the wgmma kernels (im2col and the 1x1 GEMM path) start the
+// accumulators at the bias (expression_epilogue::folds_bias); the other kernels add it in the
+// epilogue. An fp32 bias (two words per pair) on bf16 inputs, and a strided view of one.
+TEST_CASE("conv2d: a bias added to acc (folded into the accumulators), every variant", "[conv]") {
+  std::mt19937 rng(Catch::rngSeed() + 9);
+  using bf16 = __nv_bfloat16;
+  using P = cufuse::conv2d_params;
+  for (const conv_case& t : {conv_case{2, 12, 11, 64, 136, 3, 3, P{.padding = {1, 1}}},
+                             conv_case{2, 9, 7, 24, 8, 1, 1, P{}}}) {
+    const auto [p, q] = cufuse::conv2d_output_size(t.h, t.w, t.r, t.s, t.prm);
+    cufuse::tensor<bf16, 4> x({t.n, t.h, t.w, t.c}), w({t.k, t.r, t.s, t.c});
+    cufuse::tensor<bf16, 4> res({t.n, p, q, t.k}), y({t.n, p, q, t.k});
+    cufuse::tensor<float, 1> bias({t.k}), every_other({2 * t.k});
+    const auto hx = fill(x, data_kind::small_integers, rng);
+    const auto hw = fill(w, data_kind::small_integers, rng);
+    const auto hres = fill(res, data_kind::reals, rng);
+    const auto hbias = fill(bias, data_kind::reals, rng);
+    const auto hother = fill(every_other, data_kind::reals, rng);
+    const auto acc = conv_ref(hx, hw, t, p, q);
+    std::vector<std::string> names = cufuse::conv2d_variants(x, w, y, t.prm);
+    names.insert(names.begin(), std::string());
+    const auto check = [&](const auto& b, const auto& bias_of, const std::string& what) {
+      std::vector<double> want(acc.y.size());
+      for (std::size_t e = 0; e < acc.y.size(); ++e) {
+        want[e] = std::max(0.0, acc.y[e] + bias_of(e % std::size_t(t.k))) + hres[e];
+      }
+      for (const std::string& v : names) {
+        cufuse::gemm_options opt;
+        opt.variant = v;
+        y.fill(std::numeric_limits<float>::quiet_NaN());
+        cufuse::conv2d(x, w, y, t.prm, cufuse::relu(cufuse::acc + b) + res, opt);
+        check_close<bf16>(host_of(y), want, acc.mag, t.r * t.s * t.c, false,
+                          name_of(t) + " relu(acc + " + what + ") + res, variant '" + v + "'");
+      }
+    };
+    check(
+        bias, [&](std::size_t o) { return double(hbias[o]); }, "bias");
+    check(
+        cufuse::slice(every_other, cufuse::range(0, 2 * t.k, 2)),
+        [&](std::size_t o) { return double(hother[2 * o]); }, "bias view with step 2");
+  }
+}
+
 TEST_CASE("conv2d: strided views of X and Y; a view of W", "[conv]") {
   std::mt19937 rng(Catch::rngSeed() + 7);
   {
