@@ -92,6 +92,22 @@ int main(int argc, char** argv) {
       "relu(X + bias) bf16 [16384, 16384]", [&] { yb = cufuse::relu(xb + bias); }, w, s));
   rows.push_back(after(
       "layer_norm fp32 [32768, 4096]", [&] { yf = cufuse::layer_norm(xf, lw, lb, 1e-5f); }, w, s));
+  // cudaCtxResetPersistingL2Cache is not stream-ordered: after the kernel has finished.
+  rows.push_back(after(
+      "relu(X + bias), then cudaCtxResetPersistingL2Cache",
+      [&] {
+        yb = cufuse::relu(xb + bias);
+        BENCH_CHECK(cudaDeviceSynchronize());
+        BENCH_CHECK(cudaCtxResetPersistingL2Cache());
+      },
+      w, s));
+  rows.push_back(after(
+      "relu(X + bias), then a device synchronization",
+      [&] {
+        yb = cufuse::relu(xb + bias);
+        BENCH_CHECK(cudaDeviceSynchronize());
+      },
+      w, s));
   rows.push_back(after(
       "cudaMemcpy 512 MB (again)",
       [&] {
