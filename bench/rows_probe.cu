@@ -1,7 +1,9 @@
 // A diagnostic, not a contender: how fast a hand-written layer_norm runs on [32768, 4096] when
 // each thread keeps its part of the row in registers (no shared-memory staging), against the
 // row kernel (cufuse::layer_norm) and the device-to-device copy, in one process, timed in turn.
-// Written to decide whether the row kernel should hold short rows in registers (JOURNAL r14).
+// Written to decide whether the row kernel should hold short rows in registers (JOURNAL r14);
+// it also times cufuse::layer_norm with the held form off (staged) and on (JOURNAL r16).
+// ROWS_PROBE_MLP=1 / ROWS_PROBE_LONG=1: bf16 [8192, 1024] / [131072, 1024] only (profiling).
 //   rows_probe [--out FILE]
 #include "fill.cuh"
 #include "timing.cuh"
@@ -9,6 +11,7 @@
 #include <cufuse/cufuse.cuh>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -44,7 +47,7 @@ __device__ __forceinline__ float block_sum(float v, float* red) {
 
 /// layer_norm of one row per block: Threads threads, Chunks 16-byte chunks of the row each, held
 /// in registers as float. n == Threads * Chunks * V exactly.
-template <class T, int Threads, int Chunks>
+template <class T, int Threads, int Chunks, bool Hints = true>
 __global__ void __launch_bounds__(Threads)
     ln_regs(const T* x, const T* w, const T* b, T* y, int n, float eps) {
   constexpr int V = 16 / int(sizeof(T));
@@ -55,7 +58,8 @@ __global__ void __launch_bounds__(Threads)
 #pragma unroll
   for (int i = 0; i < Chunks; ++i) {
     const int c = int(threadIdx.x) + i * Threads;
-    const uint4 raw = __ldcs(reinterpret_cast<const uint4*>(row) + c);
+    const uint4 raw = Hints ? __ldcs(reinterpret_cast<const uint4*>(row) + c)
+                            : reinterpret_cast<const uint4*>(row)[c];
     T t[V];
     std::memcpy(t, &raw, 16);
 #pragma unroll
@@ -85,8 +89,10 @@ __global__ void __launch_bounds__(Threads)
 #pragma unroll
   for (int i = 0; i < Chunks; ++i) {
     const int c = int(threadIdx.x) + i * Threads;
-    const uint4 rw = __ldg(reinterpret_cast<const uint4*>(w) + c);
-    const uint4 rb = __ldg(reinterpret_cast<const uint4*>(b) + c);
+    const uint4 rw =
+        Hints ? __ldg(reinterpret_cast<const uint4*>(w) + c) : reinterpret_cast<const uint4*>(w)[c];
+    const uint4 rb =
+        Hints ? __ldg(reinterpret_cast<const uint4*>(b) + c) : reinterpret_cast<const uint4*>(b)[c];
     T tw[V], tb[V], o[V];
     std::memcpy(tw, &rw, 16);
     std::memcpy(tb, &rb, 16);
@@ -96,7 +102,11 @@ __global__ void __launch_bounds__(Threads)
     }
     uint4 ro;
     std::memcpy(&ro, o, 16);
-    __stcs(reinterpret_cast<uint4*>(out) + c, ro);
+    if (Hints) {
+      __stcs(reinterpret_cast<uint4*>(out) + c, ro);
+    } else {
+      reinterpret_cast<uint4*>(out)[c] = ro;
+    }
   }
 }
 
@@ -108,7 +118,10 @@ void probe(const char* dtype, index_t m, index_t n, double copy_gbps, std::mt199
   bench::uniform_fill(x, 1.0f, rng);
   bench::uniform_fill(w, 1.0f, rng);
   bench::uniform_fill(b, 0.5f, rng);
+  auto& held = cufuse::detail::rows_held;
+  held = false; // the reference: the staged row kernel
   ref = cufuse::layer_norm(x, w, b, 1e-5f);
+  held = true;
   BENCH_CHECK(cudaDeviceSynchronize());
   const auto want = ref.download();
   constexpr int V = 16 / int(sizeof(T));
@@ -118,7 +131,23 @@ void probe(const char* dtype, index_t m, index_t n, double copy_gbps, std::mt199
     std::function<void()> f;
   };
   std::vector<variant> vs;
-  vs.push_back({"cufuse::layer_norm", [&] { y = cufuse::layer_norm(x, w, b, 1e-5f); }});
+  y = cufuse::layer_norm(x, w, b, 1e-5f);
+  const int held_chunks = cufuse::detail::rows_last_held.load();
+  vs.push_back({"cufuse::layer_norm, staged", [&] {
+                  held = false;
+                  y = cufuse::layer_norm(x, w, b, 1e-5f);
+                  held = true;
+                }});
+  if (held_chunks > 0) {
+    vs.push_back({"cufuse::layer_norm, held (" + std::to_string(held_chunks) + " chunks/thread)",
+                  [&] { y = cufuse::layer_norm(x, w, b, 1e-5f); }});
+  }
+  if (chunks == 128) {
+    vs.push_back({"regs 32 threads x 4 chunks, no cache hints", [&] {
+                    ln_regs<T, 32, 4, false><<<unsigned(m), 32>>>(x.data(), w.data(), b.data(),
+                                                                  y.data(), int(n), 1e-5f);
+                  }});
+  }
   auto add = [&]<int Threads, int Chunks>() {
     if (Threads * Chunks == chunks) {
       vs.push_back(
@@ -176,11 +205,21 @@ int main(int argc, char** argv) {
   std::printf("|---|---|---|---|---|---|---|\n");
   std::mt19937 rng(7);
   std::vector<std::string> lines;
+  if (std::getenv("ROWS_PROBE_MLP") != nullptr) { // the MLP block's layer_norm only (profiling)
+    probe<bf16>("bf16", 8192, 1024, copy_gbps, rng, lines);
+    return 0;
+  }
+  if (std::getenv("ROWS_PROBE_LONG") != nullptr) { // bf16 [131072, 1024] only (profiling)
+    probe<bf16>("bf16", 131072, 1024, copy_gbps, rng, lines);
+    return 0;
+  }
   probe<float>("fp32", 32768, 4096, copy_gbps, rng, lines);
   probe<bf16>("bf16", 32768, 4096, copy_gbps, rng, lines);
   probe<float>("fp32", 131072, 1024, copy_gbps, rng, lines);
   probe<bf16>("bf16", 131072, 1024, copy_gbps, rng, lines);
   probe<bf16>("bf16", 8192, 1024, copy_gbps, rng, lines);
+  probe<float>("fp32", 8192, 1024, copy_gbps, rng, lines);
+  probe<bf16>("bf16", 16384, 2048, copy_gbps, rng, lines);
   if (out != nullptr) {
     std::ofstream f(out);
     f << "Device: " << prop.name << "; copy " << copy_gbps << " GB/s\n\n";

@@ -1030,3 +1030,177 @@ TEST_CASE("the row kernel's direct and general forms, against loops", "[reduce_g
     CHECK(bad == 0);
   }
 }
+
+TEST_CASE("short rows held in registers, against loops", "[reduce_gpu]") {
+  // Rows of exactly 4 chunks per thread of 32 to 128 threads (bf16: 1024, 2048, 4096 columns;
+  // fp32: 512, 1024, 2048) whose reductions all read one row take the held form
+  // (rows_last_held 4) when the rows fit in rows_held_max_waves waves of blocks: layer_norm,
+  // rms_norm, and layer_norm with its per-row mean and rstd (tie / pack). Every case also runs
+  // with the held form off (rows_held false) and with any number of rows held
+  // (rows_held_max_waves 1000: blocks walk several rows). Row 5 holds a NaN. Not held: bf16 X
+  // with fp32 per-row outputs (chunks of 4 columns), and an expression whose reductions read two
+  // different rows.
+  using bf16 = __nv_bfloat16;
+  auto& max_waves = cufuse::detail::rows_held_max_waves;
+  const int waves0 = max_waves.load();
+  for (const bool bf : {true, false}) {
+    for (const index_t n0 : {index_t(512), index_t(1024), index_t(2048)}) {
+      const index_t n = bf ? 2 * n0 : n0;
+      for (const index_t m : {index_t(1), index_t(3), index_t(37), index_t(3000)}) {
+        auto x = rnd(std::size_t(m * n), -3, 5);
+        if (m > 5) {
+          x[std::size_t(5 * n + n / 3)] = std::numeric_limits<float>::quiet_NaN();
+        }
+        const auto ws = rnd(std::size_t(n), 0.5f, 1.5f), bs = rnd(std::size_t(n));
+        cufuse::tensor<float, 2> Xf({m, n}), Yf({m, n}), mu({m, 1}), rs({m, 1});
+        cufuse::tensor<float, 1> wf({n}), bf32({n});
+        cufuse::tensor<bf16, 2> Xh({m, n}), Yh({m, n});
+        cufuse::tensor<bf16, 1> wh({n}), bh({n});
+        Xf.upload(x);
+        wf.upload(ws);
+        bf32.upload(bs);
+        Xh = Xf;
+        wh = wf;
+        bh = bf32;
+        const auto xr = Xh.download(), wr = wh.download(), br = bh.download();
+        auto at = [&](index_t i, index_t j) {
+          const std::size_t k = std::size_t(i * n + j);
+          return bf ? double(float(xr[k])) : double(x[k]);
+        };
+        auto wj = [&](index_t j) {
+          return bf ? double(float(wr[std::size_t(j)])) : double(ws[std::size_t(j)]);
+        };
+        auto bj = [&](index_t j) {
+          return bf ? double(float(br[std::size_t(j)])) : double(bs[std::size_t(j)]);
+        };
+        std::vector<double> mean(std::size_t(m), 0.0), rstd(std::size_t(m), 0.0),
+            rms(std::size_t(m), 0.0);
+        for (index_t i = 0; i < m; ++i) {
+          double s = 0, q = 0, sq = 0;
+          for (index_t j = 0; j < n; ++j) {
+            s += at(i, j);
+            sq += at(i, j) * at(i, j);
+          }
+          s /= double(n);
+          for (index_t j = 0; j < n; ++j) {
+            q += (at(i, j) - s) * (at(i, j) - s);
+          }
+          mean[std::size_t(i)] = s;
+          rstd[std::size_t(i)] = 1 / std::sqrt(q / double(n) + 1e-5);
+          rms[std::size_t(i)] = 1 / std::sqrt(sq / double(n) + 1e-6);
+        }
+        const double tol = bf ? 1.0 / 128 : 2e-5;
+        // Y (of the dtype under test) against ref(i, j); NaN rows must be NaN
+        auto expect = [&](const char* what, int want_held, auto&& ref) {
+          const std::vector<double> got = [&] {
+            std::vector<double> g(std::size_t(m * n));
+            if (bf) {
+              const auto y = Yh.download();
+              for (std::size_t k = 0; k < g.size(); ++k) {
+                g[k] = double(float(y[k]));
+              }
+            } else {
+              const auto y = Yf.download();
+              for (std::size_t k = 0; k < g.size(); ++k) {
+                g[k] = double(y[k]);
+              }
+            }
+            return g;
+          }();
+          INFO(what << ", " << (bf ? "bf16" : "fp32") << " [" << m << ", " << n << "], max waves "
+                    << max_waves.load() << ", held on " << cufuse::detail::rows_held.load());
+          if (want_held >= 0) {
+            CHECK(cufuse::detail::rows_last_held.load() == want_held);
+          }
+          index_t wrong = 0;
+          for (index_t i = 0; i < m; ++i) {
+            for (index_t j = 0; j < n; ++j) {
+              const double r = ref(i, j);
+              const double g = got[std::size_t(i * n + j)];
+              wrong +=
+                  std::isnan(r) ? !std::isnan(g) : !(std::fabs(g - r) <= tol * (1 + std::fabs(r)));
+            }
+          }
+          CHECK(wrong == 0);
+        };
+        auto poison = [&] {
+          Yf.fill(std::numeric_limits<float>::quiet_NaN());
+          Yh.fill(std::numeric_limits<float>::quiet_NaN());
+          mu.fill(std::numeric_limits<float>::quiet_NaN());
+          rs.fill(std::numeric_limits<float>::quiet_NaN());
+        };
+        for (const int mode : {0, 1, 2}) { // default, held off, any number of rows held
+          cufuse::detail::rows_held.store(mode != 1);
+          max_waves.store(mode == 2 ? 1000 : waves0);
+          // held: mode 2 always; by default at least for rows that fit in one wave anywhere
+          const int want = mode == 1 ? 0 : mode == 2 || m <= 37 ? 4 : -1;
+          poison();
+          if (bf) {
+            Yh = cufuse::layer_norm(Xh, wh, bh, 1e-5f);
+          } else {
+            Yf = cufuse::layer_norm(Xf, wf, bf32, 1e-5f);
+          }
+          expect("layer_norm", want, [&](index_t i, index_t j) {
+            return (at(i, j) - mean[std::size_t(i)]) * rstd[std::size_t(i)] * wj(j) + bj(j);
+          });
+          poison();
+          if (bf) {
+            Yh = cufuse::rms_norm(Xh, wh, 1e-6f);
+          } else {
+            Yf = cufuse::rms_norm(Xf, wf, 1e-6f);
+          }
+          expect("rms_norm", want,
+                 [&](index_t i, index_t j) { return at(i, j) * rms[std::size_t(i)] * wj(j); });
+          // the output with the per-row mean and rstd, one kernel
+          poison();
+          const auto run_tie = [&](const auto& X, auto& Y, const auto& w, const auto& b) {
+            const auto mn = cufuse::mean(X, -1, cufuse::keepdim);
+            const auto centred = X - mn;
+            const auto r =
+                cufuse::rsqrt(cufuse::mean(cufuse::square(centred), -1, cufuse::keepdim) + 1e-5f);
+            cufuse::tie(Y, mu, rs) = cufuse::pack(centred * r * w + b, mn, r);
+          };
+          if (bf) {
+            run_tie(Xh, Yh, wh, bh);
+          } else {
+            run_tie(Xf, Yf, wf, bf32);
+          }
+          // bf16 X with fp32 per-row outputs: chunks of 4 columns (8 bytes of X), not held
+          expect("layer_norm with the per-row mean and rstd", bf ? 0 : want,
+                 [&](index_t i, index_t j) {
+                   return (at(i, j) - mean[std::size_t(i)]) * rstd[std::size_t(i)] * wj(j) + bj(j);
+                 });
+          const auto gm = mu.download(), gr = rs.download();
+          index_t bad = 0;
+          for (index_t i = 0; i < m; ++i) {
+            const double em = mean[std::size_t(i)], er = rstd[std::size_t(i)];
+            bad += std::isnan(em)
+                       ? !std::isnan(gm[std::size_t(i)])
+                       : !(std::fabs(gm[std::size_t(i)] - em) <= 1e-5 * (1 + std::fabs(em)));
+            bad += std::isnan(er) ? !std::isnan(gr[std::size_t(i)])
+                                  : !(std::fabs(gr[std::size_t(i)] - er) <= 1e-5 * er);
+          }
+          INFO("per-row mean and rstd, mode " << mode);
+          CHECK(bad == 0);
+        }
+        cufuse::detail::rows_held.store(true);
+        max_waves.store(waves0);
+        // a reduction of two different rows (X and Z): not held
+        if (!bf && m == 37) {
+          cufuse::tensor<float, 2> Z({m, n});
+          const auto zs = rnd(std::size_t(m * n));
+          Z.upload(zs);
+          poison();
+          Yf = Xf - cufuse::mean(Xf * Z, -1, cufuse::keepdim);
+          expect("two rows reduced", 0, [&](index_t i, index_t j) {
+            double d = 0;
+            for (index_t k = 0; k < n; ++k) {
+              d += at(i, k) * double(zs[std::size_t(i * n + k)]);
+            }
+            return at(i, j) - d / double(n);
+          });
+        }
+      }
+    }
+  }
+}

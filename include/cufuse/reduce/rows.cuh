@@ -61,6 +61,25 @@ inline std::atomic<int> rows_cluster_from{96 * 1024};
 inline std::atomic<int> rows_cluster_bytes{48 * 1024};
 /// Whether short rows may share 32-thread blocks, a half-warp each (see try_rows_multi).
 inline std::atomic<bool> rows_split{true};
+#ifndef CUFUSE_ROWS_HELD
+#define CUFUSE_ROWS_HELD 4
+#endif
+/// The held form's chunks per thread (rows_kernel's Held; 0: no held form), and its largest
+/// block: rows of exactly rows_held_chunks chunks per thread of 32, 64 or 128 threads.
+inline constexpr int rows_held_chunks = CUFUSE_ROWS_HELD;
+inline constexpr int rows_held_threads = 128;
+/// The held form runs where the rows are at most rows_held_max_waves times the blocks the device
+/// holds at once (0: never), in a grid of one such wave, each block walking rows a grid apart.
+/// Measured on the H200 (bench/rows_probe.cu, layer_norm, ms, staged / held in a block per row /
+/// held in one wave): bf16 [8192, 1024] (32-thread blocks, 1.9 waves) 0.0137 / 0.0154 / 0.0122;
+/// on more rows the staged kernel was as fast or faster in one grid or another and no one grid
+/// suited every shape (bf16 [131072, 1024] 0.1356 / 0.1655 / 0.1430, 0.1348 in 4 waves; fp32
+/// 0.2537 / 0.2540 / 0.2747; bf16 [16384, 2048] 0.0406 / 0.0370 / 0.0390). bench/JOURNAL.md r16.
+inline std::atomic<int> rows_held_max_waves{2};
+/// Whether short rows may be held in registers (see try_rows_multi).
+inline std::atomic<bool> rows_held{true};
+/// Chunks per thread held by the row kernel's last launch (0: not held; for tests).
+inline std::atomic<int> rows_last_held{0};
 /// Rows per block of the row kernel's last launch (for tests).
 inline std::atomic<int> rows_last_split{0};
 /// Blocks per row of the row kernel's last launch (for tests).
@@ -281,6 +300,40 @@ struct row_leaf {
   /// choosing among the leaf's forms.
   CUFUSE_DEVICE __forceinline__ void load_direct(int j0) {
     put(lane_regs<value_type, V>::load(ptr + j0));
+  }
+  /// The held form (rows_kernel's Held): a whole chunk from the thread's held chunk `h` of the
+  /// one staged row (16 bytes; a leaf inside a reduction, which the host checked is that row).
+  CUFUSE_DEVICE __forceinline__ void load_held(const uint4& h) {
+    if constexpr (V * sizeof(value_type) == sizeof(uint4)) {
+      put_words(h);
+    }
+  }
+  /// The held form's output pass: a whole chunk at column j0 from the held chunk `h` where this
+  /// leaf reads the staged row, else from its row in memory (`ptr` rebased; contiguous and
+  /// aligned).
+  CUFUSE_DEVICE __forceinline__ void load_held_or_direct(int j0, const uint4& h) {
+    using Regs = lane_regs<value_type, V>;
+    if constexpr (sizeof(Regs) == sizeof(uint4)) {
+      // a value, not a reference to either: through such a reference the compiler read the
+      // chunk from memory byte by byte (16 loads; PTX of the bf16 layer_norm kernel)
+      uint4 w = h;
+      if (smem < 0) {
+        w = load_global_word<0>(reinterpret_cast<const uint4*>(ptr + j0));
+      }
+      put_words(w);
+    } else {
+      put(Regs::load(ptr + j0)); // never the staged row: its chunks are 16 bytes
+    }
+  }
+  /// A chunk of 16 bytes of value_type, as words.
+  CUFUSE_DEVICE __forceinline__ void put_words(const uint4& h) {
+    if constexpr (packed || (std::is_same_v<compute_type, value_type> && sizeof(reg) == 16)) {
+      std::memcpy(&reg[0], &h, sizeof(h));
+    } else {
+      lane_regs<value_type, V> r;
+      std::memcpy(&r, &h, sizeof(r));
+      unpack_lanes(r, reg);
+    }
   }
   CUFUSE_INLINE compute_type eval_in(const row_pos& p) const {
     if constexpr (packed) {
@@ -554,6 +607,65 @@ CUFUSE_DEVICE void load_chunk_direct(N& n, int j0) {
   }
 }
 
+/// load_chunk of a reduction's argument in the held form: its leaves from the held chunk `h`.
+template <class N>
+CUFUSE_DEVICE void load_chunk_held(N& n, const uint4& h) {
+  if constexpr (is_row_leaf_v<N>) {
+    n.load_held(h);
+  } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
+    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      (load_chunk_held(get<Is>(n.args), h), ...);
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  }
+}
+
+/// load_chunk_direct in the held form's output pass (after rebase): the staged row's leaves from
+/// the held chunk `h`.
+template <class N>
+CUFUSE_DEVICE void load_chunk_held_out(N& n, int j0, const uint4& h) {
+  if constexpr (is_row_leaf_v<N>) {
+    n.load_held_or_direct(j0, h);
+  } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
+    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      (load_chunk_held_out(get<Is>(n.args), j0, h), ...);
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  }
+}
+
+/// Marks the leaves of N that load_chunk reads as not staged: they read their rows in memory
+/// (the held form's per-row outputs: that form has no staged row in shared memory).
+template <class N>
+CUFUSE_DEVICE void unstage(N& n) {
+  if constexpr (is_row_leaf_v<N>) {
+    n.smem = -1;
+  } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
+    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      (unstage(get<Is>(n.args)), ...);
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  }
+}
+
+/// Calls f on the first leaf of N inside a reduction (in tree order), if any; true if it did.
+template <bool Inside = false, class N, class F>
+CUFUSE_DEVICE bool first_reduced_leaf(N& n, F& f) {
+  if constexpr (is_row_leaf_v<N>) {
+    if constexpr (Inside) {
+      f(n);
+    }
+    return Inside;
+  } else if constexpr (is_row_reduce_v<N>) {
+    return first_reduced_leaf<true>(n.arg, f);
+  } else if constexpr (is_row_const_v<N>) {
+    return first_reduced_leaf<Inside>(n.sub, f);
+  } else if constexpr (map_arity<N>::value > 0) {
+    return [&]<std::size_t... Is>(std::index_sequence<Is...>) {
+      return (first_reduced_leaf<Inside>(get<Is>(n.args), f) || ...);
+    }(std::make_index_sequence<map_arity<N>::value>{});
+  } else {
+    return false;
+  }
+}
+
 /// Moves the leaves of N that load_chunk reads to the row `at` (on a pass's own copy of N).
 template <int R, class N>
 CUFUSE_DEVICE void rebase(N& n, const row_ctx<R>& at) {
@@ -722,6 +834,11 @@ inline constexpr int rows_min_blocks =
 template <class Trees>
 inline constexpr bool rows_direct_for =
     rows_direct && pass_leaves_of(static_cast<const Trees*>(nullptr)) > 1;
+
+/// Whether the kernel for Trees has a held instantiation (rows_kernel's Held): where it has the
+/// direct form.
+template <class Trees>
+inline constexpr bool rows_held_for = rows_held_chunks > 0 && rows_direct_for<Trees>;
 
 /// A pass in its form: f(std::true_type) in the direct form (Trees has it and the launch's
 /// operands allow it: `direct`), else f(std::false_type).
@@ -911,9 +1028,21 @@ CUFUSE_DEVICE void stage_row(const X& node, const row_ctx<R>& at, unsigned char*
 /// 16 lanes and need no barrier. Its own instantiation: as a run-time mode of this one, its
 /// indices cost every row kernel registers (ptxas: softmax's, bound to 40, spilled 136 bytes).
 /// Bound to 64 registers: 32 blocks of 32 threads (the most an SM holds) fill the register file.
-template <int R, int V, std::size_t K, class Trees, class Outs, bool Clustered, bool Split = false>
-__global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
-                                  Split ? 32 : rows_min_blocks<Trees>)
+/// Held (short rows, not clustered, not split; rows_held_for): each thread holds exactly Held
+/// chunks of the row that the reductions read in registers (every leaf inside a reduction reads
+/// that one row), loaded once; the reduction passes read them there, unrolled over the chunks
+/// without a test per chunk or per leaf; the output pass reads the leaves of that row there too
+/// (a test per leaf) and the others from memory (contiguous and aligned). No shared memory for
+/// rows. try_rows_multi checks the layout and that the row is exactly Held * blockDim.x chunks.
+/// Bound to 64 registers (8 blocks of 128 threads, or 32 of 32).
+template <int R, int V, std::size_t K, class Trees, class Outs, bool Clustered, bool Split = false,
+          int Held = 0>
+__global__ void __launch_bounds__(Held > 0 ? rows_held_threads
+                                  : Split  ? 32
+                                           : rows_max_threads,
+                                  Held > 0 ? 2048 / 2 / rows_held_threads
+                                  : Split  ? 32
+                                           : rows_min_blocks<Trees>)
     rows_kernel(Outs outs, Trees trees, row_walk<R> w) {
   pdl_wait(); // a dependent launch: the previous kernel's results first (core/pdl.cuh)
   extern __shared__ __align__(16) unsigned char staged_all[];
@@ -940,6 +1069,8 @@ __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
   const int full = cols / V;        // chunks of V columns
   const int rest = cols - full * V; // columns in the tail chunk
   static_assert(!(Clustered && Split), "cufuse: internal: a split row kernel is not clustered");
+  static_assert(Held == 0 || (!Clustered && !Split && Held % 2 == 0),
+                "cufuse: internal: a held row kernel is neither clustered nor split");
   constexpr int split = Split ? 2 : 1;
   const int sub = Split ? int(threadIdx.x) / 16 : 0; // a split kernel runs 32-thread blocks
   const int tid = Split ? int(threadIdx.x) % 16 : int(threadIdx.x);
@@ -960,17 +1091,34 @@ __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
     }
     Trees t = trees;
     const row_ctx<R> at{c, col0};
-    // 1. stage the rows read more than once
-    auto stage = [&](auto& node) {
-      using X = std::remove_cvref_t<decltype(node)>;
-      if constexpr (is_row_leaf_v<X>) {
-        if (node.stage) {
-          stage_row<V, 4, !Clustered>(node, at, staged, full, rest, tid, threads);
+    // 1. stage the rows read more than once (held form: the reductions' row, into registers)
+    uint4 held[Held > 0 ? Held : 1];
+    if constexpr (Held > 0) {
+      auto hold = [&](auto& node) {
+        using X = std::remove_cvref_t<decltype(node)>;
+        if constexpr (V * sizeof(typename X::value_type) == sizeof(uint4)) {
+          const auto* src = reinterpret_cast<const uint4*>(node.at_row(at)) + tid;
+          CUFUSE_UNROLL
+          for (int i = 0; i < Held; ++i) {
+            held[i] = src[i * threads];
+          }
         }
-      }
-    };
-    for_index_device<K>([&](auto k) { for_each_row_node(get<decltype(k)::value>(t), stage); });
-    if constexpr (!Clustered) {
+      };
+      [&]<std::size_t... Ks>(std::index_sequence<Ks...>) {
+        (first_reduced_leaf(get<Ks>(t), hold) || ...);
+      }(std::make_index_sequence<K>{});
+    } else {
+      auto stage = [&](auto& node) {
+        using X = std::remove_cvref_t<decltype(node)>;
+        if constexpr (is_row_leaf_v<X>) {
+          if (node.stage) {
+            stage_row<V, 4, !Clustered>(node, at, staged, full, rest, tid, threads);
+          }
+        }
+      };
+      for_index_device<K>([&](auto k) { for_each_row_node(get<decltype(k)::value>(t), stage); });
+    }
+    if constexpr (!Clustered && Held == 0) {
       rows_stage_wait();
     }
     // 2. the reductions, inner ones first; row constants once their reductions are known
@@ -1023,7 +1171,33 @@ __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
           }
           return s;
         };
-        S s = in_form<Trees>(w.direct, fold);
+        // the held form: every chunk unrolled, the leaves from their held chunks
+        auto fold_held = [&](auto) {
+          S s = node.red.template init<In>();
+          auto arg = node.arg;
+          CUFUSE_UNROLL
+          for (int i = 0; i < (Held > 0 ? Held : 1); ++i) {
+            const int j0 = (tid + i * threads) * V;
+            load_chunk_held(arg, held[i]);
+            A x[V];
+            CUFUSE_UNROLL
+            for (int u = 0; u < V; ++u) {
+              x[u] = arg.eval_in(row_pos{u});
+            }
+            CUFUSE_UNROLL
+            for (int u = 0; u < V; ++u) {
+              node.red.template add<In>(s, x[u], col0 + j0 + u);
+            }
+          }
+          return s;
+        };
+        S s = [&] {
+          if constexpr (Held > 0) {
+            return fold_held(0);
+          } else {
+            return in_form<Trees>(w.direct, fold);
+          }
+        }();
         if constexpr (Split) {
           static_assert(shuffled_state<S>, "cufuse: internal: a split row kernel's state");
           const unsigned lanes = 0xffffu << (threadIdx.x & 16u); // this half-warp
@@ -1084,6 +1258,9 @@ __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
       }
       if (o.per_row) {
         auto tree = get<decltype(k)::value>(t); // its leaves on this row
+        if constexpr (Held > 0) {
+          unstage(tree); // no row in shared memory: its leaves read their rows in memory
+        }
         rebase(tree, at);
         T* dst = o.ptr + off;
         if (tid == 0 && rank == 0) {
@@ -1094,71 +1271,95 @@ __global__ void __launch_bounds__(Split ? 32 : rows_max_threads,
       }
       const index_t os = o.str[R - 1];
       T* dst = o.ptr + off + index_t(col0) * os;
-      // the whole chunks, in the direct form or the general one; then the tail chunk
-      auto map = [&](auto direct) {
-        auto tree = get<decltype(k)::value>(t); // its leaves on this row
-        if constexpr (decltype(direct)::value) {
-          rebase_direct(tree, at, staged);
-        } else {
-          rebase(tree, at);
-        }
-        auto load = [&](auto& tr, int j0) {
-          if constexpr (decltype(direct)::value) {
-            load_chunk_direct(tr, j0);
-          } else {
-            load_chunk(tr, j0, V, staged);
-          }
-        };
-        auto store = [&](int j0, const lane_regs<T, V>& r) {
-          if (decltype(direct)::value || o.vec) { // direct: o is contiguous and aligned
-            store_words(dst + j0, r);
-          } else {
-            CUFUSE_UNROLL
-            for (int u = 0; u < V; ++u) {
-              dst[(j0 + u) * os] = r.v[u];
-            }
-          }
-        };
-        int ch = tid;
-        if constexpr (rows_out_pairs<decltype(tree)>) {
-          // two chunks per step: both chunks' operands loaded before either is computed
-          using X = decltype(tree.eval_in(row_pos{0}));
-#pragma unroll 1
-          for (; ch + threads < full; ch += 2 * threads) {
-            auto tree2 = tree;
-            load(tree, ch * V);
-            load(tree2, (ch + threads) * V);
-            X x[V], x2[V];
-            CUFUSE_UNROLL
-            for (int u = 0; u < V; ++u) {
-              x[u] = tree.eval_in(row_pos{u});
-              x2[u] = tree2.eval_in(row_pos{u});
-            }
-            const lane_regs<T, V> r = round_lanes<T>(x), r2 = round_lanes<T>(x2);
-            store(ch * V, r);
-            store((ch + threads) * V, r2);
-          }
-        }
-#pragma unroll 1
-        for (; ch < full; ch += threads) {
-          const int j0 = ch * V;
-          load(tree, j0);
-          decltype(tree.eval_in(row_pos{0})) x[V];
+      if constexpr (Held > 0) {
+        // every chunk unrolled, two per step (both chunks' operands loaded before either is
+        // computed); the staged row's leaves from the held chunks, the others from memory; o is
+        // contiguous and aligned
+        auto tree = get<decltype(k)::value>(t);
+        rebase(tree, at);
+        using X = decltype(tree.eval_in(row_pos{0}));
+        CUFUSE_UNROLL
+        for (int i = 0; i < Held; i += 2) {
+          const int j0 = (tid + i * threads) * V, j1 = j0 + threads * V;
+          auto tree2 = tree;
+          load_chunk_held_out(tree, j0, held[i]);
+          load_chunk_held_out(tree2, j1, held[i + 1]);
+          X x[V], x2[V];
           CUFUSE_UNROLL
           for (int u = 0; u < V; ++u) {
             x[u] = tree.eval_in(row_pos{u});
+            x2[u] = tree2.eval_in(row_pos{u});
           }
-          store(j0, round_lanes<T>(x));
+          store_words(dst + j0, round_lanes<T>(x));
+          store_words(dst + j1, round_lanes<T>(x2));
         }
-        return tree;
-      };
-      auto tree = in_form<Trees>(w.direct, map);
-      if (rest > 0 && tid == int(full % threads)) {
-        load_chunk(tree, full * V, rest, staged);
-        CUFUSE_UNROLL
-        for (int u = 0; u < V; ++u) {
-          if (u < rest) {
-            dst[(full * V + u) * os] = convert<T>(tree.eval_in(row_pos{u}));
+      } else {
+        // the whole chunks, in the direct form or the general one; then the tail chunk
+        auto map = [&](auto direct) {
+          auto tree = get<decltype(k)::value>(t); // its leaves on this row
+          if constexpr (decltype(direct)::value) {
+            rebase_direct(tree, at, staged);
+          } else {
+            rebase(tree, at);
+          }
+          auto load = [&](auto& tr, int j0) {
+            if constexpr (decltype(direct)::value) {
+              load_chunk_direct(tr, j0);
+            } else {
+              load_chunk(tr, j0, V, staged);
+            }
+          };
+          auto store = [&](int j0, const lane_regs<T, V>& r) {
+            if (decltype(direct)::value || o.vec) { // direct: o is contiguous and aligned
+              store_words(dst + j0, r);
+            } else {
+              CUFUSE_UNROLL
+              for (int u = 0; u < V; ++u) {
+                dst[(j0 + u) * os] = r.v[u];
+              }
+            }
+          };
+          int ch = tid;
+          if constexpr (rows_out_pairs<decltype(tree)>) {
+            // two chunks per step: both chunks' operands loaded before either is computed
+            using X = decltype(tree.eval_in(row_pos{0}));
+#pragma unroll 1
+            for (; ch + threads < full; ch += 2 * threads) {
+              auto tree2 = tree;
+              load(tree, ch * V);
+              load(tree2, (ch + threads) * V);
+              X x[V], x2[V];
+              CUFUSE_UNROLL
+              for (int u = 0; u < V; ++u) {
+                x[u] = tree.eval_in(row_pos{u});
+                x2[u] = tree2.eval_in(row_pos{u});
+              }
+              const lane_regs<T, V> r = round_lanes<T>(x), r2 = round_lanes<T>(x2);
+              store(ch * V, r);
+              store((ch + threads) * V, r2);
+            }
+          }
+#pragma unroll 1
+          for (; ch < full; ch += threads) {
+            const int j0 = ch * V;
+            load(tree, j0);
+            decltype(tree.eval_in(row_pos{0})) x[V];
+            CUFUSE_UNROLL
+            for (int u = 0; u < V; ++u) {
+              x[u] = tree.eval_in(row_pos{u});
+            }
+            store(j0, round_lanes<T>(x));
+          }
+          return tree;
+        };
+        auto tree = in_form<Trees>(w.direct, map);
+        if (rest > 0 && tid == int(full % threads)) {
+          load_chunk(tree, full * V, rest, staged);
+          CUFUSE_UNROLL
+          for (int u = 0; u < V; ++u) {
+            if (u < rest) {
+              dst[(full * V + u) * os] = convert<T>(tree.eval_in(row_pos{u}));
+            }
           }
         }
       }
@@ -1248,6 +1449,20 @@ bool same_node(const N& a, const N& b) {
   } else {
     return same_bytes(a, b);
   }
+}
+
+/// Blocks of `threads` (32, 64 or 128) threads of `Kernel` that the current device holds at
+/// once; once per device and block size.
+template <auto Kernel>
+int rows_resident_blocks(int threads) {
+  static std::atomic<int> cache[3][max_cached_devices] = {};
+  const int slot = threads <= 32 ? 0 : threads <= 64 ? 1 : 2;
+  return per_device(cache[slot], [threads](int dev) {
+    int sms = 0, per_sm = 0;
+    CUFUSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUFUSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, 0));
+    return sms * (per_sm > 0 ? per_sm : 1);
+  });
 }
 
 /// Lets `Kernel` use `bytes` of dynamic shared memory (beyond 48 KB); once per device.
@@ -1489,6 +1704,48 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
     w.sub_bytes = bytes;
     bytes *= 2;
   }
+  // Short rows held in registers (rows_kernel's Held): every leaf inside a reduction reads the
+  // one staged row, contiguous and aligned in 16-byte chunks; every other leaf and whole-row
+  // output contiguous and aligned; the row exactly rows_held_chunks chunks per thread of a
+  // block of 32 to rows_held_threads; rows for at most rows_held_max_waves waves of blocks.
+  int held = 0;
+  index_t held_grid = 0;
+  if constexpr (rows_held_for<trees_t>) {
+    int row = -1; // the staged row's first leaf
+    bool fits = cluster == 1 && n % V == 0;
+    for (int l = 0; l < L; ++l) {
+      if (leaves[l].reduced) {
+        const int f = lay.smem[l] >= 0 ? first_use[l] : -1;
+        fits = fits && f >= 0 && (row < 0 || f == row) && lay.vec[l] && V * leaves[l].elem == 16;
+        row = f;
+      } else {
+        fits = fits && lay.vec[l];
+      }
+    }
+    for_index<K>([&](auto k) {
+      const auto& o = get<std::remove_cvref_t<decltype(k)>::value>(outs);
+      fits = fits && (o.per_row || o.vec);
+    });
+    int ht = 32;
+    while (ht < rows_held_threads && index_t(ht) * rows_held_chunks < chunks) {
+      ht *= 2;
+    }
+    const int max_waves = rows_held_max_waves.load(std::memory_order_relaxed);
+    if (rows_held.load(std::memory_order_relaxed) && max_waves > 0 && fits && row >= 0 &&
+        index_t(ht) * rows_held_chunks == chunks) {
+      constexpr auto held_kernel =
+          &rows_kernel<R, V, K, trees_t, outs_t, false, false, rows_held_chunks>;
+      const index_t wave = rows_resident_blocks<held_kernel>(ht);
+      if (w.rows <= wave * max_waves) {
+        held = rows_held_chunks;
+        held_grid = w.rows < wave ? w.rows : wave;
+        threads = ht;
+        bytes = 0;
+        w.split = 1;
+        w.sub_bytes = 0;
+      }
+    }
+  }
   if (bytes > 48 * 1024) {
     if (cluster > 1) {
       rows_opt_in<cluster_kernel>(budget);
@@ -1501,6 +1758,7 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
   }
   rows_last_cluster.store(cluster, std::memory_order_relaxed);
   rows_last_split.store(w.split, std::memory_order_relaxed);
+  rows_last_held.store(held, std::memory_order_relaxed);
   rows_last_passes.store(passes, std::memory_order_relaxed);
   rows_last_direct.store(w.direct ? 1 : 0, std::memory_order_relaxed);
   const index_t most = max_grid_blocks / cluster;
@@ -1516,6 +1774,13 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
                                 outs, trees, w);
     CUFUSE_CUDA_CHECK_MSG(cudaGetLastError(), "rows_kernel (a cluster of " +
                                                   std::to_string(cluster) + " blocks per row)");
+  } else if (held > 0) {
+    if constexpr (rows_held_for<trees_t>) {
+      constexpr auto held_kernel =
+          &rows_kernel<R, V, K, trees_t, outs_t, false, false, rows_held_chunks>;
+      launch_eval<held_kernel>(unsigned(held_grid), unsigned(threads), std::size_t(0), stream,
+                               no_attribute(), outs, trees, w);
+    }
   } else if (w.split == 2) {
     if constexpr (can_split) {
       constexpr auto split_kernel = &rows_kernel<R, V, K, trees_t, outs_t, false, true>;
@@ -1526,8 +1791,8 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
     launch_eval<plain_kernel>(unsigned(grid), unsigned(threads), std::size_t(bytes), stream,
                               no_attribute(), outs, trees, w);
   }
-  check_launch<typename get_first<Ds...>::type::value_type>("rows_kernel<<<>>>", shape.size(), grid,
-                                                            threads, stream);
+  check_launch<typename get_first<Ds...>::type::value_type>(
+      "rows_kernel<<<>>>", shape.size(), held > 0 ? held_grid : grid, threads, stream);
   return true;
 }
 
