@@ -582,67 +582,50 @@ CUFUSE_HOST_DEVICE void for_each_row_node(N& n, F& f) {
   }
 }
 
-/// Loads columns [j0, j0 + count) of the leaves that N reads at each column: not those inside
-/// reductions or row constants (their values are held for the row).
-template <class N>
-CUFUSE_DEVICE void load_chunk(N& n, int j0, int count, const unsigned char* staged) {
+/// f(leaf) for each leaf that N reads at each column: not those inside reductions or row
+/// constants (their values are held for the row). What a pass loads, moves or marks goes
+/// through here.
+template <class N, class F>
+CUFUSE_DEVICE __forceinline__ void for_free_leaves(N& n, F&& f) {
   if constexpr (is_row_leaf_v<N>) {
-    n.load(j0, count, staged);
+    f(n);
   } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
     [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-      (load_chunk(get<Is>(n.args), j0, count, staged), ...);
+      (for_free_leaves(get<Is>(n.args), f), ...);
     }(std::make_index_sequence<map_arity<N>::value>{});
   }
+}
+
+/// Loads columns [j0, j0 + count) of the leaves that N reads at each column.
+template <class N>
+CUFUSE_DEVICE void load_chunk(N& n, int j0, int count, const unsigned char* staged) {
+  for_free_leaves(n, [&](auto& leaf) { leaf.load(j0, count, staged); });
 }
 
 /// load_chunk of a whole chunk in the direct form (after rebase_direct).
 template <class N>
 CUFUSE_DEVICE void load_chunk_direct(N& n, int j0) {
-  if constexpr (is_row_leaf_v<N>) {
-    n.load_direct(j0);
-  } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
-    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-      (load_chunk_direct(get<Is>(n.args), j0), ...);
-    }(std::make_index_sequence<map_arity<N>::value>{});
-  }
+  for_free_leaves(n, [&](auto& leaf) { leaf.load_direct(j0); });
 }
 
 /// load_chunk of a reduction's argument in the held form: its leaves from the held chunk `h`.
 template <class N>
 CUFUSE_DEVICE void load_chunk_held(N& n, const uint4& h) {
-  if constexpr (is_row_leaf_v<N>) {
-    n.load_held(h);
-  } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
-    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-      (load_chunk_held(get<Is>(n.args), h), ...);
-    }(std::make_index_sequence<map_arity<N>::value>{});
-  }
+  for_free_leaves(n, [&](auto& leaf) { leaf.load_held(h); });
 }
 
 /// load_chunk_direct in the held form's output pass (after rebase): the staged row's leaves from
 /// the held chunk `h`.
 template <class N>
 CUFUSE_DEVICE void load_chunk_held_out(N& n, int j0, const uint4& h) {
-  if constexpr (is_row_leaf_v<N>) {
-    n.load_held_or_direct(j0, h);
-  } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
-    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-      (load_chunk_held_out(get<Is>(n.args), j0, h), ...);
-    }(std::make_index_sequence<map_arity<N>::value>{});
-  }
+  for_free_leaves(n, [&](auto& leaf) { leaf.load_held_or_direct(j0, h); });
 }
 
 /// Marks the leaves of N that load_chunk reads as not staged: they read their rows in memory
 /// (the held form's per-row outputs: that form has no staged row in shared memory).
 template <class N>
 CUFUSE_DEVICE void unstage(N& n) {
-  if constexpr (is_row_leaf_v<N>) {
-    n.smem = -1;
-  } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
-    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-      (unstage(get<Is>(n.args)), ...);
-    }(std::make_index_sequence<map_arity<N>::value>{});
-  }
+  for_free_leaves(n, [](auto& leaf) { leaf.smem = -1; });
 }
 
 /// Calls f on the first leaf of N inside a reduction (in tree order), if any; true if it did.
@@ -669,26 +652,14 @@ CUFUSE_DEVICE bool first_reduced_leaf(N& n, F& f) {
 /// Moves the leaves of N that load_chunk reads to the row `at` (on a pass's own copy of N).
 template <int R, class N>
 CUFUSE_DEVICE void rebase(N& n, const row_ctx<R>& at) {
-  if constexpr (is_row_leaf_v<N>) {
-    n.ptr = n.at_row(at);
-  } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
-    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-      (rebase(get<Is>(n.args), at), ...);
-    }(std::make_index_sequence<map_arity<N>::value>{});
-  }
+  for_free_leaves(n, [&](auto& leaf) { leaf.ptr = leaf.at_row(at); });
 }
 
 /// rebase for the direct form: the leaves' pointers to where load_direct reads. The tail
 /// chunk's load_chunk still reads correctly after it (a staged leaf reads through `smem`).
 template <int R, class N>
 CUFUSE_DEVICE void rebase_direct(N& n, const row_ctx<R>& at, const unsigned char* staged) {
-  if constexpr (is_row_leaf_v<N>) {
-    n.rebase_direct(at, staged);
-  } else if constexpr (map_arity<N>::value > 0 && !is_row_reduce_v<N> && !is_row_const_v<N>) {
-    [&]<std::size_t... Is>(std::index_sequence<Is...>) {
-      (rebase_direct(get<Is>(n.args), at, staged), ...);
-    }(std::make_index_sequence<map_arity<N>::value>{});
-  }
+  for_free_leaves(n, [&](auto& leaf) { leaf.rebase_direct(at, staged); });
 }
 
 /// The row geometry: `rows` rows of `n` columns; leading coordinates unravel over `shape`.
