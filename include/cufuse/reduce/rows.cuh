@@ -1105,6 +1105,19 @@ __global__ void __launch_bounds__(Held > 0 ? rows_held_threads
         using S = typename X::state_type;
         using A = decltype(node.arg.eval_in(row_pos{0}));
         // this thread's chunks: the direct form or the general one, each its own loop
+        // a whole chunk at column j0 of the loaded leaves of `arg` into s: all V values evaluated,
+        // then added in column order
+        auto add_chunk = [&](S& s, auto& arg, int j0) {
+          A x[V];
+          CUFUSE_UNROLL
+          for (int u = 0; u < V; ++u) {
+            x[u] = arg.eval_in(row_pos{u});
+          }
+          CUFUSE_UNROLL
+          for (int u = 0; u < V; ++u) {
+            node.red.template add<In>(s, x[u], col0 + j0 + u);
+          }
+        };
         auto fold = [&](auto direct) {
           S s = node.red.template init<In>();
           auto arg = node.arg; // this thread's chunk registers, its leaves on this row
@@ -1121,15 +1134,7 @@ __global__ void __launch_bounds__(Held > 0 ? rows_held_threads
             } else {
               load_chunk(arg, j0, V, staged);
             }
-            A x[V];
-            CUFUSE_UNROLL
-            for (int u = 0; u < V; ++u) {
-              x[u] = arg.eval_in(row_pos{u});
-            }
-            CUFUSE_UNROLL
-            for (int u = 0; u < V; ++u) {
-              node.red.template add<In>(s, x[u], col0 + j0 + u);
-            }
+            add_chunk(s, arg, j0);
           }
           if (rest > 0 && tid == int(full % threads)) {
             load_chunk(arg, full * V, rest, staged);
@@ -1150,15 +1155,7 @@ __global__ void __launch_bounds__(Held > 0 ? rows_held_threads
           for (int i = 0; i < (Held > 0 ? Held : 1); ++i) {
             const int j0 = (tid + i * threads) * V;
             load_chunk_held(arg, held[i]);
-            A x[V];
-            CUFUSE_UNROLL
-            for (int u = 0; u < V; ++u) {
-              x[u] = arg.eval_in(row_pos{u});
-            }
-            CUFUSE_UNROLL
-            for (int u = 0; u < V; ++u) {
-              node.red.template add<In>(s, x[u], col0 + j0 + u);
-            }
+            add_chunk(s, arg, j0);
           }
           return s;
         };
