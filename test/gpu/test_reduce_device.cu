@@ -1038,8 +1038,8 @@ TEST_CASE("short rows held in registers, against loops", "[reduce_gpu]") {
   // rms_norm, and layer_norm with its per-row mean and rstd (tie / pack). Every case also runs
   // with the held form off (rows_held false) and with any number of rows held
   // (rows_held_max_waves 1000: blocks walk several rows). Row 5 holds a NaN. Not held: bf16 X
-  // with fp32 per-row outputs (chunks of 4 columns), and an expression whose reductions read two
-  // different rows.
+  // with fp32 per-row outputs (chunks of 4 columns), an expression whose reductions read two
+  // different rows, and one that stages a second row outside its reductions.
   using bf16 = __nv_bfloat16;
   auto& max_waves = cufuse::detail::rows_held_max_waves;
   const int waves0 = max_waves.load();
@@ -1185,20 +1185,26 @@ TEST_CASE("short rows held in registers, against loops", "[reduce_gpu]") {
         }
         cufuse::detail::rows_held.store(true);
         max_waves.store(waves0);
-        // a reduction of two different rows (X and Z): not held
+        // a reduction of two different rows (X and Z), and a second staged row read only outside
+        // the reductions (Z, read twice): not held
         if (!bf && m == 37) {
           cufuse::tensor<float, 2> Z({m, n});
           const auto zs = rnd(std::size_t(m * n));
           Z.upload(zs);
+          auto z = [&](index_t i, index_t j) { return double(zs[std::size_t(i * n + j)]); };
           poison();
           Yf = Xf - cufuse::mean(Xf * Z, -1, cufuse::keepdim);
           expect("two rows reduced", 0, [&](index_t i, index_t j) {
             double d = 0;
             for (index_t k = 0; k < n; ++k) {
-              d += at(i, k) * double(zs[std::size_t(i * n + k)]);
+              d += at(i, k) * z(i, k);
             }
             return at(i, j) - d / double(n);
           });
+          poison();
+          Yf = Z * Z * cufuse::rsqrt(cufuse::mean(cufuse::square(Xf), -1, cufuse::keepdim) + 1e-6f);
+          expect("another staged row outside the reductions", 0,
+                 [&](index_t i, index_t j) { return z(i, j) * z(i, j) * rms[std::size_t(i)]; });
         }
       }
     }

@@ -1686,8 +1686,14 @@ bool try_rows_multi(const extents<R>& shape, const pack<Ds...>& dsts, const pack
         const int f = lay.smem[l] >= 0 ? first_use[l] : -1;
         fits = fits && f >= 0 && (row < 0 || f == row) && lay.vec[l] && V * leaves[l].elem == 16;
         row = f;
-      } else {
-        fits = fits && lay.vec[l];
+      }
+    }
+    // every other leaf contiguous and aligned, and staged only if it reads that row (the output
+    // pass takes a staged leaf's chunks from the held ones: `Z * Z * rsqrt(mean(X * X) + eps)`
+    // stages Z too, and is not held)
+    for (int l = 0; l < L; ++l) {
+      if (!leaves[l].reduced) {
+        fits = fits && lay.vec[l] && (lay.smem[l] < 0 || first_use[l] == row);
       }
     }
     for_index<K>([&](auto k) {
